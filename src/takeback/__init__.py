@@ -1,0 +1,90 @@
+"""takeback: record every step of an AI coding agent's run, and take any part of it back.
+
+The public names are loaded on first use, so ``takeback --version`` and the hook entry
+point start without importing the storage engine.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .errors import (
+        ConflictError,
+        PathError,
+        RefError,
+        RestoreError,
+        RootMismatchError,
+        ScanError,
+        StoreCorruptError,
+        StoreError,
+        StoreMissingError,
+        StoreVersionError,
+        TakebackError,
+        UsageError,
+    )
+    from .model import Change, Entry, Plan, PlanItem, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
+    from .ops import DiffResult, FileDiff, TurnOpResult
+    from .workspace import DEFAULT_SESSION, RewindResult, Session, Step, Turn, Workspace
+
+_WHERE = {
+    "Change": "model", "ConflictError": "errors", "DEFAULT_SESSION": "workspace",
+    "DiffResult": "ops", "Entry": "model", "FileDiff": "ops", "PathError": "errors",
+    "Plan": "model", "PlanItem": "model", "RefError": "errors", "RestoreError": "errors",
+    "RewindResult": "workspace", "RootMismatchError": "errors", "ScanError": "errors",
+    "Session": "workspace", "SessionInfo": "model", "SnapshotInfo": "model",
+    "Step": "workspace", "StepInfo": "model", "StoreCorruptError": "errors",
+    "StoreError": "errors", "StoreMissingError": "errors", "StoreVersionError": "errors",
+    "TakebackError": "errors", "Turn": "workspace", "TurnInfo": "model",
+    "TurnOpResult": "ops", "UsageError": "errors", "Workspace": "workspace",
+}
+
+__all__ = [
+    "DEFAULT_SESSION",
+    "Change",
+    "ConflictError",
+    "DiffResult",
+    "Entry",
+    "FileDiff",
+    "PathError",
+    "Plan",
+    "PlanItem",
+    "RefError",
+    "RestoreError",
+    "RewindResult",
+    "RootMismatchError",
+    "ScanError",
+    "Session",
+    "SessionInfo",
+    "SnapshotInfo",
+    "Step",
+    "StepInfo",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreMissingError",
+    "StoreVersionError",
+    "TakebackError",
+    "Turn",
+    "TurnInfo",
+    "TurnOpResult",
+    "UsageError",
+    "Workspace",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'takeback' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{where}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,240 @@
+"""Base layer: atomic file writes for the store, and the one safe writer for the workspace.
+
+Everything that changes a file in the workspace goes through :class:`SafeRoot`. It walks
+to the parent of a path one component at a time with ``O_NOFOLLOW`` directory handles, so a
+symlink anywhere on the way (even one swapped in after the plan was made) makes the write
+fail instead of landing outside the root; and it refuses ``..``, absolute paths and any
+``.git`` component before touching the disk.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from .errors import PathError
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+TMP_PREFIX = ".takeback-tmp-"
+
+
+def fsync_dir(path: str) -> None:
+    """Flush a directory's entries (a rename inside it) to disk."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str, data: bytes, *, mode: int = 0o600) -> None:
+    """Write ``data`` to ``path`` so that readers see the old bytes or the new, never a mix.
+
+    Temporary file in the same folder, fsync, rename over the target, fsync of the folder.
+    """
+    folder = os.path.dirname(path) or "."
+    tmp = os.path.join(folder, f"{TMP_PREFIX}{secrets.token_hex(6)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    fsync_dir(folder)
+
+
+def _unlink_quietly(path: str, dir_fd: int | None = None) -> None:
+    try:
+        os.unlink(path, dir_fd=dir_fd)
+    except OSError:
+        pass
+
+
+def check_relpath(rel: str) -> list[str]:
+    """Split a workspace-relative path into components, refusing unsafe ones.
+
+    Raises:
+        PathError: empty, absolute, with ``.``/``..`` or empty components, or inside ``.git``.
+    """
+    if not rel or rel.startswith("/") or "\0" in rel:
+        raise PathError(f"unsafe path: {rel!r}", path=rel)
+    parts = rel.split("/")
+    for part in parts:
+        if part in ("", ".", ".."):
+            raise PathError(f"unsafe path: {rel!r}", path=rel)
+        if part == ".git":
+            raise PathError(f"refusing to touch a .git folder: {rel}", path=rel)
+    return parts
+
+
+class SafeRoot:
+    """Writes, removes and inspects entries under one root without following symlinks."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    @contextmanager
+    def parent(self, rel: str, *, create: bool = False) -> Iterator[tuple[int, str]]:
+        """Yield a handle on the folder holding ``rel`` and the entry's own name.
+
+        Args:
+            rel: the path, relative to the root.
+            create: make missing folders on the way (like ``mkdir -p``: 0777 less the umask).
+
+        Raises:
+            PathError: the path is unsafe, or a component is a symlink or not a folder.
+        """
+        parts = check_relpath(rel)
+        fd = os.open(self.root, _DIR_FLAGS)
+        try:
+            for i, part in enumerate(parts[:-1]):
+                try:
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except OSError as e:
+                    if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                        where = "/".join(parts[: i + 1])
+                        raise PathError(
+                            f"refusing to write through a symlink or non-folder: {where}",
+                            path=rel,
+                        ) from e
+                    raise
+                os.close(fd)
+                fd = nfd
+            yield fd, parts[-1]
+        finally:
+            os.close(fd)
+
+    def lstat(self, rel: str) -> os.stat_result | None:
+        """Return the entry's own stat (never a link's target), or None when it is absent."""
+        try:
+            with self.parent(rel) as (fd, name):
+                return os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except PathError:
+            return None
+
+    def write_file(self, rel: str, data: bytes, mode: int) -> None:
+        """Put a regular file with ``data`` and permission bits ``mode`` at ``rel``.
+
+        A symlink or file already there is replaced atomically, never written through.
+        """
+        with self.parent(rel, create=True) as (pfd, name):
+            tmp = f"{TMP_PREFIX}{secrets.token_hex(6)}"
+            fd = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600, dir_fd=pfd,
+            )
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fchmod(fd, mode & 0o7777)
+                os.close(fd)
+                fd = -1
+                os.replace(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
+            except BaseException:
+                if fd >= 0:
+                    os.close(fd)
+                _unlink_quietly(tmp, pfd)
+                raise
+
+    def write_symlink(self, rel: str, target: bytes) -> None:
+        """Put a symlink pointing at ``target`` at ``rel`` (the target is stored, not checked)."""
+        with self.parent(rel, create=True) as (pfd, name):
+            tmp = f"{TMP_PREFIX}{secrets.token_hex(6)}"
+            os.symlink(target, tmp, dir_fd=pfd)
+            try:
+                os.replace(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
+            except BaseException:
+                _unlink_quietly(tmp, pfd)
+                raise
+
+    def make_dir(self, rel: str, mode: int) -> None:
+        """Make the folder ``rel`` (and any missing parents) and give it ``mode``."""
+        with self.parent(rel, create=True) as (pfd, name):
+            try:
+                os.mkdir(name, 0o700, dir_fd=pfd)
+            except FileExistsError:
+                st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+                if not stat.S_ISDIR(st.st_mode):
+                    raise
+            self._chmod_dir(pfd, name, mode)
+
+    def chmod_dir(self, rel: str, mode: int) -> None:
+        """Set the permission bits of the folder ``rel``."""
+        with self.parent(rel) as (pfd, name):
+            self._chmod_dir(pfd, name, mode)
+
+    @staticmethod
+    def _chmod_dir(pfd: int, name: str, mode: int) -> None:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
+        try:
+            os.fchmod(fd, mode & 0o7777)
+        finally:
+            os.close(fd)
+
+    def remove(self, rel: str) -> None:
+        """Remove the file or symlink at ``rel``; an absent entry is not an error."""
+        try:
+            with self.parent(rel) as (pfd, name):
+                os.unlink(name, dir_fd=pfd)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+
+    def remove_dir(self, rel: str) -> bool:
+        """Remove the folder ``rel`` if it is empty; return whether it is gone."""
+        try:
+            with self.parent(rel) as (pfd, name):
+                os.rmdir(name, dir_fd=pfd)
+        except (FileNotFoundError, NotADirectoryError):
+            return True
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                return False
+            raise
+        return True
+
+    def read_file(self, rel: str) -> bytes | None:
+        """Read a regular file's bytes without following a symlink; None when absent."""
+        try:
+            with self.parent(rel) as (pfd, name):
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+                with os.fdopen(fd, "rb") as f:
+                    return f.read()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+
+def to_rel(root: str, path: str, *, base: str | None = None) -> str:
+    """Return ``path`` relative to ``root`` ('/'-separated), refusing paths outside it.
+
+    A relative ``path`` is taken from ``base`` (default: the root). The last component is
+    not resolved, so a symlink is named as itself; the folders above it are.
+
+    Raises:
+        PathError: the path lies outside the root.
+    """
+    full = path if os.path.isabs(path) else os.path.join(base or root, path)
+    full = os.path.normpath(full)
+    head, tail = os.path.split(full)
+    real = os.path.join(os.path.realpath(head), tail) if tail else os.path.realpath(head)
+    if real == root:
+        return ""
+    prefix = root.rstrip("/") + "/"
+    if not real.startswith(prefix):
+        raise PathError(f"path is outside the workspace root {root}: {path}", path=path)
+    return real[len(prefix):]

@@ -1,0 +1,313 @@
+"""API layer: sessions, turns and steps, the vocabulary an agent harness records in.
+
+A snapshot that fails never stops the agent: the step or command goes on, and a
+``snapshot.failed`` event says why.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from . import ops
+from .errors import TakebackError, UsageError
+from .model import Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
+from .scan import in_scope
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
+
+
+class Session:
+    """One agent conversation or run; its baseline snapshot is taken on first use."""
+
+    def __init__(self, workspace: Workspace, name: str) -> None:
+        self.workspace = workspace
+        self.name = name
+
+    def start(self) -> SessionInfo:
+        """Return the session's record, taking its baseline snapshot if it has none."""
+        store = self.workspace.open_store(create=True)
+        info = store.meta.session(self.name)
+        if info is not None:
+            return info
+        snap = ops.take(store, self.workspace.options, kind="baseline", session=self.name,
+                        message="session start")
+        self.workspace.emit({"event": "snapshot.taken", "id": snap.id, "files": snap.files,
+                             "duration_ms": snap.duration_ms})
+        with store.meta.tx():
+            if store.meta.session(self.name) is None:
+                store.meta.add_session(SessionInfo(self.name, snap.id, time.time()))
+        info = store.meta.session(self.name)
+        assert info is not None
+        return info
+
+    @property
+    def baseline(self) -> str:
+        """The id of the snapshot taken when the session started."""
+        return self.start().baseline
+
+    # -- turns and steps -----------------------------------------------------------------
+
+    def turn(self, label: str = "") -> Turn:
+        """Begin a turn (one reply of the agent); use it as a context manager to end it."""
+        self.start()
+        store = self.workspace.open_store()
+        current = ops.open_turn(store, self.name)
+        if current is not None:
+            Turn(self, current, "").end()
+        before = self._try_snapshot("turn", message=label)
+        n = ops.begin_turn(store, self.name, label, before.id if before else None)
+        return Turn(self, n, label)
+
+    def current_turn(self) -> Turn | None:
+        """Return the open turn, if one is open."""
+        if not self.workspace.has_store():
+            return None
+        store = self.workspace.open_store()
+        n = ops.open_turn(store, self.name)
+        if n is None:
+            return None
+        row = store.meta.turn_row(self.name, n)
+        return Turn(self, n, row[1] if row else "")
+
+    def step(self, *, label: str = "", tool_call_ids: Sequence[str] = ()) -> Step:
+        """Begin a step outside any turn (a snapshot before it)."""
+        return Step(self, None, label=label, tool_call_ids=tool_call_ids, command=False)
+
+    def command(self, label: str, *, tool_call_id: str | None = None) -> Step:
+        """Bracket a command with snapshots; inside a turn its changes join the open turn."""
+        current = self.current_turn()
+        return Step(self, current.n if current else None, label=label,
+                    tool_call_ids=[tool_call_id] if tool_call_id else [], command=True)
+
+    def _try_snapshot(self, kind: str, *, turn: int | None = None, step: int | None = None,
+                      message: str = "") -> SnapshotInfo | None:
+        ws = self.workspace
+        try:
+            snap = ops.take(ws.open_store(create=True), ws.options, kind=kind,
+                            session=self.name, turn=turn, step=step, message=message)
+        except (TakebackError, OSError) as e:
+            ws.emit({"event": "snapshot.failed", "reason": str(e), "session": self.name,
+                     "turn": turn, "step": step})
+            return None
+        ws.emit({"event": "snapshot.taken", "id": snap.id, "files": snap.files,
+                 "duration_ms": snap.duration_ms})
+        return snap
+
+    def steps(self) -> list[StepInfo]:
+        """Return the session's steps in order."""
+        return self.workspace.open_store().meta.steps(self.name)
+
+    def turns(self) -> list[TurnInfo]:
+        """Return the session's turns in order, each with its change list."""
+        meta = self.workspace.open_store().meta
+        return [
+            TurnInfo(self.name, int(n), label, before, state,
+                     tuple(meta.changes(self.name, int(n))))
+            for n, label, before, _after, state in meta.turn_rows(self.name)
+        ]
+
+    def changes(self, turn: int | None = None) -> list[Change]:
+        """Return the change list of a turn (default: the last ended one).
+
+        Raises:
+            UsageError: there is no such turn.
+        """
+        turns = [t for t in self.turns() if t.state != "open"]
+        if turn is None:
+            if not turns:
+                raise UsageError(f"session {self.name!r} has no ended turn")
+            return list(turns[-1].changes)
+        for t in turns:
+            if t.n == turn:
+                return list(t.changes)
+        raise UsageError(f"no ended turn {turn} in session {self.name!r}")
+
+    # -- taking back ---------------------------------------------------------------------
+
+    def undo(self, *, turn: int | None = None, file: str | None = None,
+             force: bool = False) -> ops.TurnOpResult:
+        """Take back the last turn (or ``turn``, or one ``file`` of it).
+
+        Raises:
+            ConflictError: a file changed after the turn; nothing was written.
+        """
+        ws = self.workspace
+        rel = ws.rel(file) if file is not None else None
+        return ops.undo(ws.open_store(), ws.options, self.name, turn=turn, file=rel, force=force)
+
+    def redo(self, *, force: bool = False) -> ops.TurnOpResult:
+        """Bring back what the last undo took back."""
+        ws = self.workspace
+        return ops.redo(ws.open_store(), ws.options, self.name, force=force)
+
+    def revert(self, *, to_turn: int, force: bool = False) -> ops.TurnOpResult:
+        """Take back every turn after ``to_turn`` at once."""
+        ws = self.workspace
+        return ops.revert(ws.open_store(), ws.options, self.name, to_turn=to_turn, force=force)
+
+    def unrevert(self, *, force: bool = False) -> ops.TurnOpResult:
+        """Put back what the last revert took back."""
+        ws = self.workspace
+        return ops.unrevert(ws.open_store(), ws.options, self.name, force=force)
+
+
+class Turn:
+    """One reply of the agent. ``with session.turn(...) as turn:`` ends it on exit."""
+
+    def __init__(self, session: Session, n: int, label: str) -> None:
+        self.session = session
+        self.n = n
+        self.label = label
+        self._changes: list[Change] | None = None
+
+    def __enter__(self) -> Turn:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.end()
+
+    def step(self, *, label: str = "", tool_call_ids: Sequence[str] = ()) -> Step:
+        """Begin a step of this turn: a snapshot before the batch of tool calls."""
+        return Step(self.session, self.n, label=label, tool_call_ids=tool_call_ids,
+                    command=False)
+
+    def command(self, label: str, *, tool_call_id: str | None = None) -> Step:
+        """Bracket a command with snapshots; the files it changes join this turn."""
+        return Step(self.session, self.n, label=label,
+                    tool_call_ids=[tool_call_id] if tool_call_id else [], command=True)
+
+    def touch(self, path: str | os.PathLike[str], text: str | None = None, *,
+              tool_call_id: str | None = None) -> bool:
+        """Keep a file's state before a file tool writes it; return whether it was kept.
+
+        The first touch of a path in a turn wins; later ones are ignored. ``text`` is the
+        caller's view of the file (an editor buffer); without it the file is read.
+        Paths out of scope (ignored, ``.git``, secrets) are not recorded.
+
+        Raises:
+            PathError: the path is outside the root.
+        """
+        ws = self.session.workspace
+        rel = ws.rel(path)
+        if not rel or not in_scope(ws.root, rel, exclude_env=ws.options.exclude_env,
+                                   exclude=(ws.store_path,)):
+            return False
+        store = ws.open_store(create=True)
+        return ops.touch(store, ws.options, self.session.name, self.n, rel, text=text,
+                         tool_call_id=tool_call_id)
+
+    def end(self) -> list[Change]:
+        """Close the turn and return its change list (files back where they began drop)."""
+        if self._changes is not None:
+            return self._changes
+        ws = self.session.workspace
+        store = ws.open_store()
+        row = store.meta.turn_row(self.session.name, self.n)
+        if row is not None and row[4] != "open":
+            self._changes = store.meta.changes(self.session.name, self.n)
+            return self._changes
+        touches = store.meta.touches(self.session.name, self.n)
+        self._changes = ops.end_turn(store, ws.options, self.session.name, self.n)
+        for c in self._changes:
+            kind = {"created": "created", "deleted": "deleted"}.get(c.status, "updated")
+            ws.emit({"event": "file.changed", "path": c.path, "change": kind,
+                     "tool_call_id": touches.get(c.path, (None, None))[1],
+                     "session": self.session.name, "turn": self.n})
+        return self._changes
+
+    @property
+    def changes(self) -> list[Change]:
+        """The change list (the turn is ended first if it is still open)."""
+        return self.end()
+
+
+class Step:
+    """A batch of tool calls (or one command): a snapshot before it, and after a command."""
+
+    def __init__(self, session: Session, turn: int | None, *, label: str,
+                 tool_call_ids: Sequence[str], command: bool) -> None:
+        self.session = session
+        self.turn = turn
+        self.label = label
+        self.tool_call_ids = list(tool_call_ids)
+        self.is_command = command
+        self.n = 0
+        self.before: SnapshotInfo | None = None
+        self.after: SnapshotInfo | None = None
+        self.changed: list[tuple[str, str]] = []
+        self._open = False
+
+    def begin(self) -> Step:
+        """Number the step and take the snapshot before it (a failure is only an event)."""
+        ws = self.session.workspace
+        self.session.start()
+        store = ws.open_store()
+        with store.meta.tx():
+            self.n = store.meta.next_step(self.session.name)
+            store.meta.add_step(StepInfo(self.session.name, self.n, self.turn, None, None,
+                                         self.label, None))
+        self.before = self.session._try_snapshot("step", turn=self.turn, step=self.n,
+                                                 message=self.label)
+        if self.before is not None:
+            with store.meta.tx():
+                store.meta.conn.execute(
+                    "UPDATE steps SET before=? WHERE session=? AND n=?",
+                    (self.before.id, self.session.name, self.n),
+                )
+        self._open = True
+        return self
+
+    def __enter__(self) -> Step:
+        return self.begin()
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.finish()
+
+    def touch(self, path: str | os.PathLike[str], text: str | None = None) -> bool:
+        """Keep a file's state before a file tool of this step writes it."""
+        turn = self.session.current_turn() if self.turn is None else Turn(
+            self.session, self.turn, "")
+        if turn is None:
+            turn = self.session.turn()
+            self.turn = turn.n
+        call = self.tool_call_ids[0] if len(self.tool_call_ids) == 1 else None
+        return turn.touch(path, text, tool_call_id=call)
+
+    def finish(self, exit_code: int | None = None) -> None:
+        """End the step; for a command, snapshot after it and record what it changed."""
+        if not self._open:
+            return
+        self._open = False
+        ws = self.session.workspace
+        store = ws.open_store()
+        if self.is_command:
+            self.after = self.session._try_snapshot("step-after", turn=self.turn, step=self.n,
+                                                    message=self.label)
+        with store.meta.tx():
+            store.meta.finish_step(self.session.name, self.n,
+                                   self.after.id if self.after else None, exit_code)
+        if not (self.is_command and self.before and self.after):
+            return
+        call = self.tool_call_ids[0] if self.tool_call_ids else None
+        if self.turn is not None:
+            deltas = ops.join_command(store, self.session.name, self.turn, self.before.tree,
+                                      self.after.tree, call)
+        else:
+            deltas = [
+                (p, a, b) for p, a, b in ops.diff_trees(store.objects.get_tree,
+                                                        self.before.tree, self.after.tree)
+                if not ((a is None or a.kind == "d") and (b is None or b.kind == "d"))
+            ]
+        for path, old, new in deltas:
+            kind = "created" if old is None or old.kind == "d" else (
+                "deleted" if new is None or new.kind == "d" else "updated")
+            self.changed.append((path, kind))
+            ws.emit({"event": "file.changed", "path": path, "change": kind,
+                     "tool_call_id": call, "session": self.session.name, "step": self.n})

@@ -1,0 +1,26 @@
+"""CLI layer: ``takeback``. argv, environment, current folder, stdout and exit codes live here.
+
+``main(argv) -> int`` never calls ``sys.exit``; it is the one place that turns an
+exception into an exit code (the code each error class carries).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from ._app import build_parser, run
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--version"], ["-V"]):
+        from .. import __version__
+
+        print(f"takeback {__version__}")
+        return 0
+    return run(build_parser(), args)
+
+
+__all__ = ["main"]

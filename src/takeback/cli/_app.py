@@ -1,0 +1,211 @@
+"""CLI layer: the parser, the shared options, and the translation of errors to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import TakebackError
+
+#: command name -> module (one module per command)
+COMMANDS = {
+    "snapshot": "snapshot_cmd",
+    "status": "status_cmd",
+    "log": "log_cmd",
+    "diff": "diff_cmd",
+    "show": "show_cmd",
+    "rewind": "rewind_cmd",
+    "run": "run_cmd",
+    "changes": "changes_cmd",
+    "undo": "undo_cmd",
+    "redo": "redo_cmd",
+    "revert": "revert_cmd",
+    "unrevert": "unrevert_cmd",
+    "turn": "turn_cmd",
+    "touch": "touch_cmd",
+}
+
+SCHEMA = 1
+
+
+class ArgError(Exception):
+    """argparse found bad arguments (exit 2, one line)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # noqa: D102 - argparse's hook
+        raise ArgError(f"{self.prog}: {message}")
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Return the options every command takes, before or after its name."""
+    p = _Parser(add_help=False)
+    p.add_argument("--root", default=argparse.SUPPRESS, help="the workspace (default: .)")
+    p.add_argument("--store", default=argparse.SUPPRESS,
+                   help="the store folder (default: $TAKEBACK_STORE or the user data folder)")
+    p.add_argument("--session", default=argparse.SUPPRESS,
+                   help="the session (default: $TAKEBACK_SESSION or 'default')")
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                   help="print one JSON document")
+    p.add_argument("--max-file-bytes", type=int, default=argparse.SUPPRESS,
+                   help="files larger than this are not kept (default 16 MiB)")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the full parser (each command module adds its own arguments)."""
+    common = common_options()
+    parser = _Parser(prog="takeback", parents=[common],
+                     description="Record what an agent does to a folder and take it back.")
+    parser.add_argument("-V", "--version", action="store_true", help="print the version")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, module in COMMANDS.items():
+        mod = importlib.import_module(f".{module}", __package__)
+        sp = sub.add_parser(name, parents=[common], help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(sp)
+        sp.set_defaults(_module=module)
+    from . import integrations_cmd
+
+    integrations_cmd.register(sub, common)
+    return parser
+
+
+class Ctx:
+    """What a command needs from the process: options, environment, folder, output."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.json: bool = bool(getattr(args, "json", False))
+        self.cwd = os.getcwd()
+        self.root: str = getattr(args, "root", None) or self.cwd
+        self.store: str | None = getattr(args, "store", None) or os.environ.get("TAKEBACK_STORE")
+        self.session: str = (getattr(args, "session", None)
+                             or os.environ.get("TAKEBACK_SESSION") or "default")
+        self.max_file_bytes: int | None = getattr(args, "max_file_bytes", None)
+        self._ws: Any = None
+
+    def workspace(self) -> Any:
+        """Return the Workspace for --root/--store (made once)."""
+        if self._ws is None:
+            from ..workspace import Workspace
+
+            kwargs: dict[str, Any] = {"store": self.store}
+            if self.max_file_bytes is not None:
+                kwargs["max_file_bytes"] = self.max_file_bytes
+            self._ws = Workspace(self.root, **kwargs)
+        return self._ws
+
+    def rel_paths(self, paths: Sequence[str]) -> list[str] | None:
+        """Return command-line paths (relative to the current folder) relative to the root."""
+        if not paths:
+            return None
+        ws = self.workspace()
+        return [ws.rel(p, base=self.cwd) for p in paths]
+
+    def out(self, text: str = "") -> None:
+        """Print a line for people (nothing in --json mode)."""
+        if not self.json:
+            print(text)
+
+    def emit_json(self, doc: dict[str, Any]) -> None:
+        """Print the one JSON document of a --json run."""
+        print(json.dumps({"schema": SCHEMA, **doc}, indent=2, sort_keys=True))
+
+    def warn(self, text: str) -> None:
+        """Print a warning to stderr."""
+        print(f"takeback: warning: {text}", file=sys.stderr)
+
+    def close(self) -> None:
+        """Close the workspace's store."""
+        if self._ws is not None:
+            self._ws.close()
+
+
+def _warn_interrupted(ctx: Ctx) -> None:
+    try:
+        journal = ctx.workspace().interrupted()
+    except TakebackError:
+        return
+    if not journal:
+        return
+    if journal.get("broken"):
+        ctx.warn("an interrupted restore left an unreadable journal in the store")
+        return
+    target, pre = journal.get("target"), journal.get("pre")
+    if target and pre:
+        ctx.warn(f"a {journal.get('op', 'restore')} was interrupted: finish it with "
+                 f"`takeback rewind --to {target[:10]}` or take it back with "
+                 f"`takeback rewind --to {pre[:10]}`")
+    elif pre:
+        ctx.warn(f"a {journal.get('op', 'restore')} was interrupted: take it back with "
+                 f"`takeback rewind --to {pre[:10]}`")
+
+
+def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    """Parse, dispatch, and translate errors into the spec's exit codes."""
+    try:
+        args = parser.parse_args(argv)
+    except ArgError as e:
+        print(f"takeback: error: {e}", file=sys.stderr)
+        return 2
+    if getattr(args, "version", False):
+        from .. import __version__
+
+        print(f"takeback {__version__}")
+        return 0
+    module = getattr(args, "_module", None)
+    if module is None:
+        parser.print_help(sys.stderr)
+        return 2
+    ctx = Ctx(args)
+    try:
+        mod = importlib.import_module(f".{module}", __package__)
+        if getattr(mod, "CHECKS_JOURNAL", True):
+            _warn_interrupted(ctx)
+        code: int = mod.run(ctx)
+        return code
+    except TakebackError as e:
+        return _report(ctx, e)
+    except KeyboardInterrupt:
+        print("takeback: interrupted", file=sys.stderr)
+        return 130
+    except OSError as e:
+        # A disk that is full or a folder that vanished: one line, not a traceback.
+        print(f"takeback: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "),
+              file=sys.stderr)
+        return 1
+    finally:
+        ctx.close()
+
+
+def _report(ctx: Ctx, e: TakebackError) -> int:
+    from ..errors import ConflictError, RestoreError
+
+    if ctx.json:
+        doc: dict[str, Any] = {"error": type(e).__name__, "message": e.message,
+                               "exit_code": e.exit_code}
+        if isinstance(e, ConflictError):
+            doc["conflicts"] = e.conflicts
+        if isinstance(e, RestoreError):
+            doc.update(restored=e.restored, failed=e.failed, undo_id=e.undo_id)
+        ctx.emit_json(doc)
+    if isinstance(e, RestoreError):
+        print(f"takeback: error: {e.message}", file=sys.stderr)
+        for p in e.restored:
+            print(f"  restored: {p}", file=sys.stderr)
+        for p in e.failed:
+            print(f"  not restored: {p}", file=sys.stderr)
+        if e.undo_id:
+            print(f"  put it all back with: takeback rewind --to {e.undo_id[:10]}",
+                  file=sys.stderr)
+    elif isinstance(e, ConflictError):
+        for line in e.message.splitlines():
+            print(f"takeback: {line}", file=sys.stderr)
+    else:
+        print(f"takeback: error: {e.message}", file=sys.stderr)
+    return e.exit_code

@@ -1,0 +1,35 @@
+"""CLI layer: printing what undo, redo, revert and unrevert did."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._render import sid
+
+if TYPE_CHECKING:
+    from ._app import Ctx
+
+_DONE = {"undo": "Undid", "redo": "Redid", "revert": "Reverted", "unrevert": "Unreverted"}
+_NOTHING = {"undo": "Nothing to undo.", "redo": "Nothing to redo.",
+            "revert": "Nothing to revert.", "unrevert": "Nothing to unrevert."}
+
+
+def report(ctx: Ctx, result: Any) -> int:
+    """Print the result of a turn operation and return 0."""
+    if ctx.json:
+        ctx.emit_json({"op": result.kind, "nothing": result.nothing, "turns": result.turns,
+                       "pre": result.pre, "restored": result.restored,
+                       "not_restored": result.not_restored})
+        return 0
+    if result.nothing:
+        ctx.out(_NOTHING[result.kind])
+        return 0
+    turns = ", ".join(str(t) for t in result.turns)
+    word = "turn" if len(result.turns) == 1 else "turns"
+    ctx.out(f"{_DONE[result.kind]} {word} {turns}. Files restored: {len(result.restored)}.")
+    for p in result.restored:
+        ctx.out(f"  {p}")
+    for p in result.not_restored:
+        ctx.out(f"  not restored (never kept): {p}")
+    ctx.out(f"Snapshot before it: {sid(result.pre)} (takeback rewind --to {sid(result.pre)})")
+    return 0

@@ -1,0 +1,62 @@
+"""CLI layer: ``takeback diff [FROM [TO]] [--stat | --name-status] [-- PATH…]``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+import sys
+
+if TYPE_CHECKING:
+    from ._app import Ctx
+
+HELP = "show a unified diff that git apply accepts"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this command's arguments."""
+    p.add_argument("refs", nargs="*", metavar="REF", help="FROM (default: latest) and TO")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--stat", action="store_true", help="counts per file")
+    g.add_argument("--name-status", action="store_true", help="A/M/D and the path")
+
+
+def run(ctx: Ctx) -> int:
+    """Print the diff."""
+    from ..errors import UsageError
+    refs, paths = split_paths(ctx.args.refs)
+    if len(refs) > 2:
+        raise UsageError("diff takes at most two refs (FROM and TO)")
+    want_patch = not (ctx.args.stat or ctx.args.name_status)
+    result = ctx.workspace().diff(refs[0] if refs else None, refs[1] if len(refs) > 1 else None,
+                                  paths=ctx.rel_paths(paths), session=ctx.session,
+                                  patch=want_patch or ctx.json)
+    if ctx.json:
+        ctx.emit_json({
+            "files": [{"path": f.path, "status": f.status, "added": f.added,
+                       "removed": f.removed} for f in result.files],
+            "patch": result.patch.decode("utf-8", "replace"),
+        })
+        return 0
+    if ctx.args.name_status:
+        for f in result.files:
+            ctx.out(f"{f.status}\t{f.path}")
+    elif ctx.args.stat:
+        width = max((len(f.path) for f in result.files), default=0)
+        for f in result.files:
+            ctx.out(f" {f.path:<{width}} | +{f.added} -{f.removed}")
+        ta = sum(f.added for f in result.files)
+        tr = sum(f.removed for f in result.files)
+        ctx.out(f" {len(result.files)} files changed, {ta} insertions(+), {tr} deletions(-)")
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(result.patch)
+        sys.stdout.buffer.flush()
+    return 0
+
+
+def split_paths(words: list[str]) -> tuple[list[str], list[str]]:
+    """Split ``REF… -- PATH…`` (argparse leaves ``--`` in place for us)."""
+    if "--" in words:
+        i = words.index("--")
+        return words[:i], words[i + 1:]
+    return words, []

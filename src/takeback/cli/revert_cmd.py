@@ -1,0 +1,25 @@
+"""CLI layer: ``takeback revert --to-turn N [--force]``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from ._turnops import report
+
+if TYPE_CHECKING:
+    from ._app import Ctx
+
+HELP = "take back every turn after N at once"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this command's arguments."""
+    p.add_argument("--to-turn", type=int, required=True, metavar="N")
+    p.add_argument("--force", action="store_true", help="overwrite files changed since")
+
+
+def run(ctx: Ctx) -> int:
+    """Revert and report."""
+    session = ctx.workspace().session(ctx.session)
+    return report(ctx, session.revert(to_turn=ctx.args.to_turn, force=ctx.args.force))

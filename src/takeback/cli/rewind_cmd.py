@@ -1,0 +1,67 @@
+"""CLI layer: ``takeback rewind --to REF [--dry-run] [-- PATH…]``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from ._render import progress, sid
+
+if TYPE_CHECKING:
+    from ._app import Ctx
+
+HELP = "put the workspace (or just PATHs) back as it was at REF"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this command's arguments."""
+    p.add_argument("--to", required=True, metavar="REF",
+                   help="a snapshot id prefix, start, a step number N, or turn:N")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="only these paths (after --)")
+
+
+def _path(item: Any) -> str:
+    e = item.target if item.target is not None else item.current
+    return item.path + ("/" if e is not None and e.kind == "d" else "")
+
+
+def run(ctx: Ctx) -> int:
+    """Plan, then (unless --dry-run) snapshot and restore."""
+    ws = ctx.workspace()
+    paths = ctx.rel_paths(ctx.args.paths)
+    with progress("Restoring", not ctx.json) as on_progress:
+        result = ws.rewind(ctx.args.to, paths=paths, dry_run=ctx.args.dry_run,
+                           session=ctx.session, on_progress=on_progress)
+    plan = result.plan
+    counts = plan.counts()
+    if ctx.json:
+        ctx.emit_json({
+            "target": result.target.id, "dry_run": result.dry_run, "note": result.note,
+            "plan": [{"action": i.action, "path": _path(i)} for i in plan.items],
+            "counts": counts, "pre_rewind": result.pre, "restored": result.restored,
+            "not_restored": list(result.not_restored) if not result.dry_run
+            else list(plan.not_restorable),
+            "kept_dirs": result.kept_dirs,
+        })
+        return 0
+    if result.note:
+        ctx.out(f"note: {result.note}")
+    for item in plan.items:
+        ctx.out(f"{item.action} {_path(item)}")
+    total = len(plan.items)
+    ctx.out(f"{total} path{'s' if total != 1 else ''}: {counts['M']} modified, "
+            f"{counts['A']} to remove, {counts['D']} to recreate")
+    if result.dry_run:
+        for p in plan.not_restorable:
+            ctx.out(f"not restored (never kept): {p}")
+        ctx.out("dry run: nothing was written")
+        return 0
+    ctx.out(f"pre-rewind snapshot: {sid(result.pre)} "
+            f"(undo this rewind with: takeback rewind --to {sid(result.pre)})")
+    for p in result.not_restored:
+        ctx.out(f"not restored (never kept): {p}")
+    for d in result.kept_dirs:
+        ctx.out(f"kept folder {d}/ (it holds files out of scope)")
+    ctx.out(f"Rewound to {sid(result.target.id)}.")
+    return 0

@@ -1,0 +1,63 @@
+"""CLI layer: ``takeback run [-m LABEL] -- CMD [ARG…]``: a command as one step.
+
+The command's output and exit status pass through untouched; a snapshot that fails only
+prints a warning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._app import Ctx
+
+HELP = "run a command as one step: snapshots before and after"
+CHECKS_JOURNAL = True
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this command's arguments."""
+    p.add_argument("-m", "--message", default=None, help="a label for the step")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARG…]")
+
+
+def run(ctx: Ctx) -> int:
+    """Run the command between two snapshots and return its status."""
+    from ..errors import UsageError
+
+    cmd = list(ctx.args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise UsageError("nothing to run: takeback run -- CMD [ARG…]")
+    ws = ctx.workspace()
+
+    def on_event(ev: dict[str, Any]) -> None:
+        if ev.get("event") == "snapshot.failed":
+            ctx.warn(f"snapshot failed, the command runs anyway: {ev.get('reason')}")
+
+    ws.on_event(on_event)
+    label = ctx.args.message or shlex.join(cmd)
+    step = ws.session(ctx.session).command(label).begin()
+    code = 127
+    try:
+        sys.stdout.flush()
+        proc = subprocess.run(cmd, cwd=ctx.cwd)
+        code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+    except FileNotFoundError:
+        print(f"takeback: {cmd[0]}: command not found", file=sys.stderr)
+    except PermissionError:
+        print(f"takeback: {cmd[0]}: permission denied", file=sys.stderr)
+        code = 126
+    finally:
+        step.finish(exit_code=code)
+    if ctx.json:
+        ctx.emit_json({"step": step.n, "exit_code": code,
+                       "before": step.before.id if step.before else None,
+                       "after": step.after.id if step.after else None,
+                       "changes": [{"path": p, "change": c} for p, c in step.changed]})
+    return code

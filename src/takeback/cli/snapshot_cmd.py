@@ -1,0 +1,37 @@
+"""CLI layer: ``takeback snapshot [-m MSG]``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from ._render import sid, spinner
+
+if TYPE_CHECKING:
+    from ._app import Ctx
+
+HELP = "take a snapshot now and print its id"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this command's arguments."""
+    p.add_argument("-m", "--message", default="", help="a note kept with the snapshot")
+
+
+def run(ctx: Ctx) -> int:
+    """Take the snapshot."""
+    ws = ctx.workspace()
+    with spinner("Taking a snapshot…", not ctx.json):
+        info = ws.snapshot(ctx.args.message, session=ctx.session)
+    if ctx.json:
+        ctx.emit_json({"id": info.id, "files": info.files, "skipped": list(info.skipped),
+                       "skipped_count": info.skipped_count, "duration_ms": info.duration_ms,
+                       "session": info.session})
+        return 0
+    ctx.out(sid(info.id))
+    if info.skipped_count:
+        names = ", ".join(info.skipped)
+        more = info.skipped_count - len(info.skipped)
+        ctx.warn(f"{info.skipped_count} file(s) over the size limit not kept: {names}"
+                 + (f" and {more} more" if more > 0 else ""))
+    return 0

@@ -1,0 +1,28 @@
+"""CLI layer: ``takeback undo [--turn N] [--file PATH] [--force]``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from ._turnops import report
+
+if TYPE_CHECKING:
+    from ._app import Ctx
+
+HELP = "take back the last turn (or turn N, or one file of it)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this command's arguments."""
+    p.add_argument("--turn", type=int, default=None, metavar="N")
+    p.add_argument("--file", default=None, metavar="PATH")
+    p.add_argument("--force", action="store_true", help="overwrite files changed since")
+
+
+def run(ctx: Ctx) -> int:
+    """Undo and report."""
+    ws = ctx.workspace()
+    file = ws.rel(ctx.args.file, base=ctx.cwd) if ctx.args.file else None
+    result = ws.session(ctx.session).undo(turn=ctx.args.turn, file=file, force=ctx.args.force)
+    return report(ctx, result)

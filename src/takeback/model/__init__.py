@@ -1,0 +1,40 @@
+"""Model layer: pure data, no I/O. Entries and trees, snapshot records, plans and changes."""
+
+from __future__ import annotations
+
+from ._plan import Plan, PlanItem
+from ._records import Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
+from ._tree import (
+    DIR,
+    FILE,
+    LARGE,
+    LINK,
+    Entry,
+    Tree,
+    decode_state,
+    decode_tree,
+    encode_state,
+    encode_tree,
+    entry_state,
+)
+
+__all__ = [
+    "DIR",
+    "FILE",
+    "LARGE",
+    "LINK",
+    "Change",
+    "Entry",
+    "Plan",
+    "PlanItem",
+    "SessionInfo",
+    "SnapshotInfo",
+    "StepInfo",
+    "Tree",
+    "TurnInfo",
+    "decode_state",
+    "decode_tree",
+    "encode_state",
+    "encode_tree",
+    "entry_state",
+]

@@ -1,0 +1,33 @@
+"""Model layer: a restore plan, one line per path that will change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ._tree import Entry
+
+
+@dataclass(frozen=True, slots=True)
+class PlanItem:
+    """One path of a plan: ``M`` restored in place, ``A`` will be removed, ``D`` recreated."""
+
+    action: str
+    path: str
+    current: Entry | None
+    target: Entry | None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a rewind will do, computed before anything is written."""
+
+    target: str
+    items: tuple[PlanItem, ...]
+    not_restorable: tuple[str, ...] = field(default=())
+
+    def counts(self) -> dict[str, int]:
+        """Return how many paths each action touches."""
+        out = {"M": 0, "A": 0, "D": 0}
+        for item in self.items:
+            out[item.action] += 1
+        return out

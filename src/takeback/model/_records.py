@@ -1,0 +1,100 @@
+"""Model layer: the records of the history (snapshots, sessions, turns, steps, changes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotInfo:
+    """One snapshot as listed by ``log``."""
+
+    id: str
+    tree: str
+    created_at: float
+    kind: str
+    session: str | None
+    turn: int | None
+    step: int | None
+    message: str
+    files: int
+    skipped: tuple[str, ...]
+    skipped_count: int
+    duration_ms: int
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable machine form (``--json``)."""
+        return {
+            "id": self.id,
+            "created_at": self.created_at,
+            "kind": self.kind,
+            "session": self.session,
+            "turn": self.turn,
+            "step": self.step,
+            "message": self.message,
+            "files": self.files,
+            "skipped": list(self.skipped),
+            "skipped_count": self.skipped_count,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A session: its name and the baseline snapshot taken when it started."""
+
+    name: str
+    baseline: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StepInfo:
+    """A step: the snapshot before it, and after it where one was taken."""
+
+    session: str
+    n: int
+    turn: int | None
+    before: str | None
+    after: str | None
+    label: str
+    exit_code: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One file a turn changed.
+
+    ``sha256`` is what the turn left (None when it deleted the file); ``undoable`` is false
+    when the state before the turn was never kept (a file over the size limit).
+    """
+
+    path: str
+    status: str
+    added: int
+    removed: int
+    sha256: str | None
+    undoable: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable machine form (``--json``)."""
+        return {
+            "path": self.path,
+            "status": self.status,
+            "added": self.added,
+            "removed": self.removed,
+            "sha256": self.sha256,
+            "undoable": self.undoable,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInfo:
+    """A turn: its number, label, the snapshot before it and its change list once ended."""
+
+    session: str
+    n: int
+    label: str
+    before: str | None
+    state: str
+    changes: tuple[Change, ...] = field(default=())

@@ -1,0 +1,67 @@
+"""Ops layer: what differs between two states (snapshots, or a snapshot and the files now)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..model import DIR, Entry
+from ..store import Store
+from ._patch import file_patch, line_counts
+from ._treediff import diff_trees, under
+
+
+@dataclass(frozen=True, slots=True)
+class FileDiff:
+    """One path that differs: status ``A``/``M``/``D``, line counts, the two entries."""
+
+    path: str
+    status: str
+    added: int
+    removed: int
+    old: Entry | None
+    new: Entry | None
+
+
+@dataclass(frozen=True, slots=True)
+class DiffResult:
+    """The files that differ between two trees, and the unified patch."""
+
+    from_tree: str
+    to_tree: str
+    files: tuple[FileDiff, ...]
+    patch: bytes
+
+
+def read_entry(store: Store, e: Entry) -> bytes:
+    """Return the bytes an entry holds (a file's content, a link's target)."""
+    if not e.oid:
+        return b""
+    return store.objects.get(e.oid)
+
+
+def diff(store: Store, old_tree: str, new_tree: str, *, paths: Sequence[str] | None = None,
+         patch: bool = True) -> DiffResult:
+    """Compare two trees file by file; folders are left out (git shows none)."""
+    files: list[FileDiff] = []
+    chunks: list[bytes] = []
+    filters = list(paths) if paths is not None else None
+
+    def read(e: Entry) -> bytes:
+        return read_entry(store, e)
+
+    for path, old, new in diff_trees(store.objects.get_tree, old_tree, new_tree):
+        if not under(path, filters):
+            continue
+        if (old is None or old.kind == DIR) and (new is None or new.kind == DIR):
+            continue
+        o = None if old is None or old.kind == DIR else old
+        n = None if new is None or new.kind == DIR else new
+        status = "A" if o is None else "D" if n is None else "M"
+        a = read(o) if o is not None else None
+        b = read(n) if n is not None else None
+        added, removed = line_counts(a, b)
+        files.append(FileDiff(path, status, added, removed, o, n))
+        if patch:
+            chunks.append(file_patch(path, o, n, read))
+    return DiffResult(old_tree, new_tree, tuple(files), b"".join(chunks))

@@ -1,0 +1,173 @@
+"""Ops layer: planning and applying a restore of the workspace to a tree.
+
+A restore is planned against the pre-restore snapshot (so the plan and the state that
+undoes it come from one scan), written down in the store's journal, applied through the
+one safe writer, and the journal is closed. A restore killed half way leaves the journal:
+the next command reports it, and re-running the rewind (to either end) finishes it.
+
+Order of writes: entries that must go (files and links, then folders deepest first, only
+when empty), then folders that must exist (parents first, private until filled), then files
+and links, then the final permission bits of folders (deepest first, so a read-only folder
+is closed after its contents are in).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .._fs import SafeRoot
+from ..errors import PathError, RestoreError
+from ..model import DIR, LARGE, LINK, Entry, Plan, PlanItem, Tree
+from ..store import Store
+from ._treediff import diff_trees, under
+
+
+_HOLD_BYTES = 256 << 20
+
+
+@dataclass
+class RestoreResult:
+    """What a restore did."""
+
+    plan: Plan
+    pre: str | None
+    restored: list[str] = field(default_factory=list)
+    not_restored: list[str] = field(default_factory=list)
+    kept_dirs: list[str] = field(default_factory=list)
+
+
+def make_plan(get_tree: Callable[[str], Tree], current: str, target: str, target_id: str,
+              paths: Sequence[str] | None = None) -> Plan:
+    """Return the plan that turns tree ``current`` into tree ``target``.
+
+    Args:
+        get_tree: reads a tree object.
+        current: the tree of the workspace now (the pre-restore snapshot's).
+        target: the tree to restore.
+        target_id: the snapshot id, for the record.
+        paths: restrict the plan to these paths and what lies below them.
+    """
+    filters = list(paths) if paths is not None else None
+    items: list[PlanItem] = []
+    not_restorable: list[str] = []
+    for path, old, new in diff_trees(get_tree, current, target):
+        if not under(path, filters):
+            continue
+        if old is not None and new is not None:
+            action = "M"
+        elif old is not None:
+            action = "A"
+        else:
+            action = "D"
+        if new is not None and new.kind == LARGE:
+            not_restorable.append(path)
+            continue
+        items.append(PlanItem(action, path, old, new))
+    return Plan(target=target_id, items=tuple(items), not_restorable=tuple(not_restorable))
+
+
+def apply_plan(store: Store, plan: Plan, *, pre: str | None,
+               on_progress: Callable[[int, int], None] | None = None) -> RestoreResult:
+    """Write a plan into the workspace (the caller holds the exclusive lock).
+
+    Raises:
+        RestoreError: some writes failed; what was and was not restored is attached.
+    """
+    root = SafeRoot(store.root)
+    result = RestoreResult(plan=plan, pre=pre, not_restored=list(plan.not_restorable))
+    # Every object the restore needs is read and checked before the first write, so a
+    # damaged store refuses the restore instead of leaving it half done.
+    blobs: dict[str, bytes] = {}
+    held = 0
+    for item in plan.items:
+        t = item.target
+        if t is not None and t.kind != DIR and t.oid not in blobs:
+            data = store.objects.get(t.oid)
+            if held + len(data) <= _HOLD_BYTES:
+                blobs[t.oid] = data
+                held += len(data)
+    store.write_journal({
+        "op": "rewind", "target": plan.target, "pre": pre, "started_at": time.time(),
+        "paths": [i.path for i in plan.items],
+    })
+    failed: list[str] = []
+    total = len(plan.items)
+    done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if on_progress is not None:
+            on_progress(done, total)
+
+    def attempt(path: str, fn: Callable[[], object]) -> bool:
+        try:
+            fn()
+            return True
+        except (OSError, PathError):
+            failed.append(path)
+            return False
+
+    removals = [i for i in plan.items if i.current is not None and
+                (i.target is None or _kind(i.current) != _kind(i.target))]
+    for item in removals:
+        if item.current is not None and item.current.kind != DIR:
+            if attempt(item.path, lambda p=item.path: root.remove(p)) and item.target is None:
+                result.restored.append(item.path)
+            tick()
+    for item in sorted((i for i in removals if i.current is not None and i.current.kind == DIR),
+                       key=lambda i: i.path.count("/"), reverse=True):
+        gone = False
+        try:
+            gone = root.remove_dir(item.path)
+        except (OSError, PathError):
+            failed.append(item.path)
+        if not gone:
+            # Something out of scope (an ignored file) still lives there: keep the folder.
+            result.kept_dirs.append(item.path)
+        elif item.target is None:
+            result.restored.append(item.path + "/")
+        tick()
+
+    dirs = [i for i in plan.items if i.target is not None and i.target.kind == DIR]
+    for item in sorted(dirs, key=lambda i: i.path.count("/")):
+        if item.current is None or item.current.kind != DIR:
+            if attempt(item.path, lambda p=item.path: root.make_dir(p, 0o700)):
+                pass
+    for item in plan.items:
+        target = item.target
+        if target is None or target.kind == DIR:
+            continue
+        if attempt(item.path, lambda p=item.path, t=target: _write(store, root, p, t, blobs)):
+            result.restored.append(item.path)
+        tick()
+    for item in sorted(dirs, key=lambda i: i.path.count("/"), reverse=True):
+        assert item.target is not None
+        if attempt(item.path, lambda p=item.path, m=item.target.mode: root.chmod_dir(p, m)):
+            result.restored.append(item.path + "/")
+        tick()
+
+    store.clear_journal()
+    if failed:
+        raise RestoreError(
+            f"restore failed part way: {len(failed)} path(s) not written",
+            restored=result.restored, failed=failed, undo_id=pre or "",
+        )
+    return result
+
+
+def _kind(e: Entry) -> str:
+    return "d" if e.kind == DIR else "l" if e.kind == LINK else "f"
+
+
+def _write(store: Store, root: SafeRoot, path: str, target: Entry,
+           blobs: dict[str, bytes]) -> None:
+    data = blobs.get(target.oid)
+    if data is None:
+        data = store.objects.get(target.oid)
+    if target.kind == LINK:
+        root.write_symlink(path, data)
+    else:
+        root.write_file(path, data, target.mode)

@@ -1,0 +1,74 @@
+"""Ops layer: taking a snapshot (scan, then one row that points at the scan's tree)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+
+from ..model import SnapshotInfo
+from ..scan import CACHE_KEY, Scanner, ScanResult
+from ..store import Store
+
+DEFAULT_MAX_FILE_BYTES = 16 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What a workspace is configured with."""
+
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    exclude_env: bool = True
+
+
+def scan(store: Store, opts: Options) -> ScanResult:
+    """Scan the workspace into the store's objects (no snapshot row is written)."""
+    meta = store.meta
+    scanner = Scanner(
+        store.root,
+        put=store.objects.put,
+        cache_get=meta.get_kv,
+        dircache_get=meta.get_dircache,
+        max_file_bytes=opts.max_file_bytes,
+        exclude_env=opts.exclude_env,
+        exclude=[store.path],
+    )
+    result = scanner.scan()
+    # Objects first, then the cache rows that name them: a crash in between leaves
+    # unreferenced objects, never a cache entry pointing at nothing.
+    store.objects.flush()
+    if result.cache is not None:
+        with meta.tx():
+            meta.set_kv(CACHE_KEY, result.cache)
+            meta.put_dircache(result.cache_rows)
+    return result
+
+
+def record(store: Store, result: ScanResult, *, kind: str, session: str | None = None,
+           turn: int | None = None, step: int | None = None, message: str = "") -> SnapshotInfo:
+    """Write the snapshot row for a scan whose objects are committed."""
+    created = time.time()
+    body = json.dumps(
+        [result.tree, created, kind, session, turn, step, message], separators=(",", ":")
+    ).encode()
+    info = SnapshotInfo(
+        id=hashlib.sha256(body).hexdigest(), tree=result.tree, created_at=created, kind=kind,
+        session=session, turn=turn, step=step, message=message, files=result.files,
+        skipped=tuple(result.skipped), skipped_count=result.skipped_count,
+        duration_ms=result.duration_ms,
+    )
+    with store.meta.tx():
+        store.meta.add_snapshot(info)
+    store.log_event({"event": "snapshot.taken", "id": info.id, "files": info.files,
+                     "duration_ms": info.duration_ms, "at": created})
+    return info
+
+
+def take(store: Store, opts: Options, *, kind: str, session: str | None = None,
+         turn: int | None = None, step: int | None = None, message: str = "") -> SnapshotInfo:
+    """Scan and record a snapshot; the order is objects, trees, then the row."""
+    with store.lock(exclusive=False):
+        result = scan(store, opts)
+        return record(store, result, kind=kind, session=session, turn=turn, step=step,
+                      message=message)

@@ -1,0 +1,8 @@
+"""Scan layer: reading the workspace (the walk, the ignore rules, the stat cache)."""
+
+from __future__ import annotations
+
+from ._scope import in_scope
+from ._walk import CACHE_KEY, GRANULARITY_NS, Scanner, ScanResult
+
+__all__ = ["CACHE_KEY", "GRANULARITY_NS", "ScanResult", "Scanner", "in_scope"]

@@ -1,0 +1,8 @@
+"""Store layer: the folder that holds the history (objects, metadata, locks, caches)."""
+
+from __future__ import annotations
+
+from ._objects import ObjectStore
+from ._store import FORMAT_VERSION, Store, default_store_path
+
+__all__ = ["FORMAT_VERSION", "ObjectStore", "Store", "default_store_path"]

@@ -1,0 +1,388 @@
+"""Store layer: the metadata database (snapshots, sessions, turns, steps, changes, caches).
+
+One SQLite file in WAL mode, so an agent, its hooks and a person at the command line can
+read and write it at once. Rows only ever point at objects that were committed before
+them (blobs, then trees, then the snapshot row, then what refers to it).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+from ..model import Change, SessionInfo, SnapshotInfo, StepInfo
+from ._sqlite import Tx
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshots(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    tree TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    session TEXT,
+    turn INTEGER,
+    step INTEGER,
+    message TEXT NOT NULL DEFAULT '',
+    files INTEGER NOT NULL,
+    skipped TEXT NOT NULL DEFAULT '[]',
+    skipped_count INTEGER NOT NULL DEFAULT 0,
+    duration_ms INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS snapshots_session ON snapshots(session, seq);
+CREATE TABLE IF NOT EXISTS sessions(
+    name TEXT PRIMARY KEY,
+    baseline TEXT NOT NULL REFERENCES snapshots(id),
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS steps(
+    session TEXT NOT NULL REFERENCES sessions(name),
+    n INTEGER NOT NULL,
+    turn INTEGER,
+    before TEXT REFERENCES snapshots(id),
+    after TEXT REFERENCES snapshots(id),
+    label TEXT NOT NULL DEFAULT '',
+    exit_code INTEGER,
+    PRIMARY KEY(session, n)
+);
+CREATE TABLE IF NOT EXISTS turns(
+    session TEXT NOT NULL REFERENCES sessions(name),
+    n INTEGER NOT NULL,
+    label TEXT NOT NULL DEFAULT '',
+    before TEXT REFERENCES snapshots(id),
+    after TEXT REFERENCES snapshots(id),
+    state TEXT NOT NULL,
+    begun_at REAL NOT NULL,
+    ended_at REAL,
+    PRIMARY KEY(session, n)
+);
+CREATE TABLE IF NOT EXISTS touches(
+    session TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    state TEXT,
+    tool_call_id TEXT,
+    PRIMARY KEY(session, turn, path)
+);
+CREATE TABLE IF NOT EXISTS changes(
+    session TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    status TEXT NOT NULL,
+    added INTEGER NOT NULL,
+    removed INTEGER NOT NULL,
+    before TEXT,
+    after TEXT,
+    sha256 TEXT,
+    undoable INTEGER NOT NULL,
+    PRIMARY KEY(session, turn, path)
+);
+CREATE TABLE IF NOT EXISTS ops(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    turns TEXT NOT NULL,
+    pre TEXT REFERENCES snapshots(id),
+    data TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS dircache(dir TEXT PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS kv(key TEXT PRIMARY KEY, value BLOB NOT NULL);
+"""
+
+_SNAP_COLS = (
+    "id, tree, created_at, kind, session, turn, step, message, files, skipped, "
+    "skipped_count, duration_ms"
+)
+
+
+def _snap(row: tuple[Any, ...]) -> SnapshotInfo:
+    return SnapshotInfo(
+        id=row[0], tree=row[1], created_at=row[2], kind=row[3], session=row[4], turn=row[5],
+        step=row[6], message=row[7], files=row[8], skipped=tuple(json.loads(row[9])),
+        skipped_count=row[10], duration_ms=row[11],
+    )
+
+
+class MetaStore:
+    """Typed queries over the metadata database."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def init_schema(self) -> None:
+        """Create the tables (idempotent)."""
+        self.conn.executescript(_SCHEMA)
+
+    def tx(self) -> Tx:
+        """Return a write transaction context."""
+        return Tx(self.conn)
+
+    # -- meta and kv -----------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """Return a store-level setting."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a store-level setting."""
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)", (key, value))
+
+    def get_kv(self, key: str) -> bytes | None:
+        """Return a cached value."""
+        row = self.conn.execute("SELECT value FROM kv WHERE key=?", (key,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def set_kv(self, key: str, value: bytes) -> None:
+        """Store a cached value."""
+        self.conn.execute("INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)", (key, value))
+
+    def get_dircache(self, dirs: Iterable[str]) -> dict[str, bytes]:
+        """Return the detailed stat cache rows of some folders."""
+        out: dict[str, bytes] = {}
+        for d in dirs:
+            row = self.conn.execute("SELECT data FROM dircache WHERE dir=?", (d,)).fetchone()
+            if row is not None:
+                out[d] = bytes(row[0])
+        return out
+
+    def put_dircache(self, rows: dict[str, bytes | None]) -> None:
+        """Replace (or, for None, drop) detailed stat cache rows."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO dircache(dir, data) VALUES (?,?)",
+            [(d, v) for d, v in rows.items() if v is not None],
+        )
+        self.conn.executemany(
+            "DELETE FROM dircache WHERE dir=?", [(d,) for d, v in rows.items() if v is None]
+        )
+
+    # -- snapshots -------------------------------------------------------------------
+
+    def add_snapshot(self, s: SnapshotInfo) -> None:
+        """Insert a snapshot row (its tree must already be committed)."""
+        self.conn.execute(
+            f"INSERT INTO snapshots({_SNAP_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                s.id, s.tree, s.created_at, s.kind, s.session, s.turn, s.step, s.message,
+                s.files, json.dumps(list(s.skipped)), s.skipped_count, s.duration_ms,
+            ),
+        )
+
+    def snapshot(self, sid: str) -> SnapshotInfo | None:
+        """Return one snapshot by full id."""
+        row = self.conn.execute(f"SELECT {_SNAP_COLS} FROM snapshots WHERE id=?", (sid,)).fetchone()
+        return None if row is None else _snap(row)
+
+    def snapshot_ids_with_prefix(self, prefix: str) -> list[str]:
+        """Return the ids that start with ``prefix`` (lower-case hex)."""
+        hi = prefix + "g"
+        rows = self.conn.execute(
+            "SELECT id FROM snapshots WHERE id >= ? AND id < ? LIMIT 10", (prefix, hi)
+        )
+        return [r[0] for r in rows]
+
+    def latest_snapshot(self, session: str | None = None) -> SnapshotInfo | None:
+        """Return the newest snapshot (of a session, or of the whole store)."""
+        if session is None:
+            row = self.conn.execute(
+                f"SELECT {_SNAP_COLS} FROM snapshots ORDER BY seq DESC LIMIT 1"
+            ).fetchone()
+        else:
+            row = self.conn.execute(
+                f"SELECT {_SNAP_COLS} FROM snapshots WHERE session=? ORDER BY seq DESC LIMIT 1",
+                (session,),
+            ).fetchone()
+        return None if row is None else _snap(row)
+
+    def snapshots(self, session: str | None = None, limit: int | None = None) -> list[SnapshotInfo]:
+        """Return snapshots newest first."""
+        sql = f"SELECT {_SNAP_COLS} FROM snapshots"
+        args: list[Any] = []
+        if session is not None:
+            sql += " WHERE session=?"
+            args.append(session)
+        sql += " ORDER BY seq DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [_snap(r) for r in self.conn.execute(sql, args)]
+
+    def trees_in_use(self) -> list[str]:
+        """Return the root tree of every snapshot (gc's roots)."""
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT tree FROM snapshots")]
+
+    # -- sessions and steps ----------------------------------------------------------
+
+    def session(self, name: str) -> SessionInfo | None:
+        """Return a session by name."""
+        row = self.conn.execute(
+            "SELECT name, baseline, created_at FROM sessions WHERE name=?", (name,)
+        ).fetchone()
+        return None if row is None else SessionInfo(*row)
+
+    def sessions(self) -> list[SessionInfo]:
+        """Return every session, newest first."""
+        rows = self.conn.execute(
+            "SELECT name, baseline, created_at FROM sessions ORDER BY created_at DESC"
+        )
+        return [SessionInfo(*r) for r in rows]
+
+    def add_session(self, s: SessionInfo) -> None:
+        """Insert a session row (its baseline snapshot must exist)."""
+        self.conn.execute(
+            "INSERT INTO sessions(name, baseline, created_at) VALUES (?,?,?)",
+            (s.name, s.baseline, s.created_at),
+        )
+
+    def next_step(self, session: str) -> int:
+        """Return the number the next step of a session gets."""
+        row = self.conn.execute(
+            "SELECT COALESCE(MAX(n), 0) FROM steps WHERE session=?", (session,)
+        ).fetchone()
+        return int(row[0]) + 1
+
+    def add_step(self, st: StepInfo) -> None:
+        """Insert a step row."""
+        self.conn.execute(
+            "INSERT INTO steps(session, n, turn, before, after, label, exit_code) "
+            "VALUES (?,?,?,?,?,?,?)",
+            (st.session, st.n, st.turn, st.before, st.after, st.label, st.exit_code),
+        )
+
+    def finish_step(self, session: str, n: int, after: str | None, exit_code: int | None) -> None:
+        """Record the snapshot after a step and the command's status."""
+        self.conn.execute(
+            "UPDATE steps SET after=?, exit_code=? WHERE session=? AND n=?",
+            (after, exit_code, session, n),
+        )
+
+    def step(self, session: str, n: int) -> StepInfo | None:
+        """Return one step."""
+        row = self.conn.execute(
+            "SELECT session, n, turn, before, after, label, exit_code FROM steps "
+            "WHERE session=? AND n=?", (session, n),
+        ).fetchone()
+        return None if row is None else StepInfo(*row)
+
+    def steps(self, session: str) -> list[StepInfo]:
+        """Return a session's steps in order."""
+        rows = self.conn.execute(
+            "SELECT session, n, turn, before, after, label, exit_code FROM steps "
+            "WHERE session=? ORDER BY n", (session,),
+        )
+        return [StepInfo(*r) for r in rows]
+
+    # -- turns, touches, changes, ops ------------------------------------------------
+
+    def turn_row(self, session: str, n: int) -> tuple[Any, ...] | None:
+        """Return (n, label, before, after, state) of one turn."""
+        return self.conn.execute(  # type: ignore[no-any-return]
+            "SELECT n, label, before, after, state FROM turns WHERE session=? AND n=?",
+            (session, n),
+        ).fetchone()
+
+    def turn_rows(self, session: str) -> list[tuple[Any, ...]]:
+        """Return (n, label, before, after, state) of every turn, in order."""
+        return list(self.conn.execute(
+            "SELECT n, label, before, after, state FROM turns WHERE session=? ORDER BY n",
+            (session,),
+        ))
+
+    def add_turn(self, session: str, n: int, label: str, before: str | None, at: float) -> None:
+        """Open a turn."""
+        self.conn.execute(
+            "INSERT INTO turns(session, n, label, before, state, begun_at) VALUES (?,?,?,?,?,?)",
+            (session, n, label, before, "open", at),
+        )
+
+    def set_turn_state(self, session: str, n: int, state: str, *, after: str | None = None,
+                       at: float | None = None) -> None:
+        """Change a turn's state (open, done, undone, reverted, final)."""
+        if after is None:
+            self.conn.execute(
+                "UPDATE turns SET state=? WHERE session=? AND n=?", (state, session, n)
+            )
+        else:
+            self.conn.execute(
+                "UPDATE turns SET state=?, after=?, ended_at=? WHERE session=? AND n=?",
+                (state, after, at, session, n),
+            )
+
+    def add_touch(self, session: str, turn: int, path: str, state: str | None,
+                  tool_call_id: str | None) -> bool:
+        """Keep a file's state before the turn's first write; return False if already kept."""
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO touches(session, turn, path, state, tool_call_id) "
+            "VALUES (?,?,?,?,?)", (session, turn, path, state, tool_call_id),
+        )
+        return cur.rowcount > 0
+
+    def touches(self, session: str, turn: int) -> dict[str, tuple[str | None, str | None]]:
+        """Return path -> (state before, tool call id) for a turn's touched files."""
+        rows = self.conn.execute(
+            "SELECT path, state, tool_call_id FROM touches WHERE session=? AND turn=?",
+            (session, turn),
+        )
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    def set_changes(self, session: str, turn: int, rows: list[tuple[Any, ...]]) -> None:
+        """Replace a turn's change list; rows are (path, status, added, removed, before,
+        after, sha256, undoable)."""
+        self.conn.execute("DELETE FROM changes WHERE session=? AND turn=?", (session, turn))
+        self.conn.executemany(
+            "INSERT INTO changes(session, turn, path, status, added, removed, before, after, "
+            "sha256, undoable) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [(session, turn, *r) for r in rows],
+        )
+
+    def change_rows(self, session: str, turn: int) -> list[tuple[Any, ...]]:
+        """Return (path, status, added, removed, before, after, sha256, undoable) rows."""
+        return list(self.conn.execute(
+            "SELECT path, status, added, removed, before, after, sha256, undoable FROM changes "
+            "WHERE session=? AND turn=? ORDER BY path", (session, turn),
+        ))
+
+    def changes(self, session: str, turn: int) -> list[Change]:
+        """Return a turn's change list."""
+        return [
+            Change(path=r[0], status=r[1], added=r[2], removed=r[3], sha256=r[6], undoable=bool(r[7]))
+            for r in self.change_rows(session, turn)
+        ]
+
+    def add_op(self, session: str, kind: str, turns: list[int], pre: str | None,
+               data: dict[str, Any], at: float) -> int:
+        """Record an undo, redo or revert; return its id."""
+        cur = self.conn.execute(
+            "INSERT INTO ops(session, kind, turns, pre, data, state, created_at) "
+            "VALUES (?,?,?,?,?,?,?)",
+            (session, kind, json.dumps(turns), pre, json.dumps(data), "active", at),
+        )
+        return int(cur.lastrowid or 0)
+
+    def ops(self, session: str, kind: str | None = None, state: str | None = None
+            ) -> list[tuple[int, str, list[int], str | None, dict[str, Any], str]]:
+        """Return ops newest first as (id, kind, turns, pre, data, state)."""
+        sql = "SELECT id, kind, turns, pre, data, state FROM ops WHERE session=?"
+        args: list[Any] = [session]
+        if kind is not None:
+            sql += " AND kind=?"
+            args.append(kind)
+        if state is not None:
+            sql += " AND state=?"
+            args.append(state)
+        sql += " ORDER BY id DESC"
+        return [
+            (r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5])
+            for r in self.conn.execute(sql, args)
+        ]
+
+    def set_op_state(self, op_id: int, state: str) -> None:
+        """Mark an op (active, done, cleared)."""
+        self.conn.execute("UPDATE ops SET state=? WHERE id=?", (state, op_id))

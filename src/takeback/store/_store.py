@@ -1,0 +1,175 @@
+"""Store layer: finding, making and opening a store folder, and its locks and logs.
+
+Layout of a store folder (0700; every file 0600)::
+
+    store.json      format version and the workspace root it belongs to
+    objects.db      blobs and trees (SQLite, WAL)
+    meta.db         snapshots, sessions, turns, steps, changes, caches (SQLite, WAL)
+    lock            flock: shared for snapshots, exclusive for restores and gc
+    journal.json    present only while a restore is under way
+    events.jsonl    one JSON line per event (snapshot.taken, file.changed, snapshot.failed)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .._fs import atomic_write
+from ..errors import RootMismatchError, StoreCorruptError, StoreMissingError, StoreVersionError
+from ._meta import SCHEMA_VERSION, MetaStore
+from ._objects import ObjectStore
+from ._sqlite import connect
+
+FORMAT_VERSION = 1
+_MARKER = "store.json"
+
+
+def default_store_path(root: str, data_dir: str) -> str:
+    """Return the store folder for a workspace: one per real root path, under ``data_dir``."""
+    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
+    base = os.path.basename(root.rstrip("/")) or "root"
+    return os.path.join(data_dir, "workspaces", f"{base}-{digest}")
+
+
+class Store:
+    """An open store: its object store, its metadata, and the files beside them."""
+
+    def __init__(self, path: str, root: str, objects: ObjectStore, meta: MetaStore) -> None:
+        self.path = path
+        self.root = root
+        self.objects = objects
+        self.meta = meta
+
+    @classmethod
+    def open(cls, path: str, root: str, *, create: bool) -> Store:
+        """Open the store at ``path`` for workspace ``root``, making it if ``create``.
+
+        Raises:
+            StoreMissingError: no store there and ``create`` is false.
+            StoreVersionError: a newer format.
+            RootMismatchError: the store belongs to another workspace.
+            StoreCorruptError: the marker or databases cannot be read.
+        """
+        marker = os.path.join(path, _MARKER)
+        if not os.path.exists(marker):
+            if not create:
+                raise StoreMissingError(
+                    f"no takeback store for {root} (looked in {path}); take a snapshot first",
+                    path=path,
+                )
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            os.chmod(path, 0o700)
+            info = {"format": FORMAT_VERSION, "root": root, "created_at": time.time()}
+            objects = ObjectStore(connect(os.path.join(path, "objects.db"), create=True),
+                                  os.path.join(path, "objects.db"))
+            meta = MetaStore(connect(os.path.join(path, "meta.db"), create=True))
+            meta.init_schema()
+            meta.set_meta("schema_version", str(SCHEMA_VERSION))
+            # The marker is written last: a store without it is an unfinished creation,
+            # which the next call simply completes.
+            atomic_write(marker, json.dumps(info).encode())
+            return cls(path, root, objects, meta)
+        try:
+            with open(marker, "rb") as f:
+                info = json.loads(f.read())
+            version = int(info["format"])
+            stored_root = str(info["root"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise StoreCorruptError(f"store marker is unreadable: {marker}", path=path) from e
+        if version > FORMAT_VERSION:
+            raise StoreVersionError(
+                f"store format {version} is newer than this takeback knows ({FORMAT_VERSION})",
+                path=path, expected=FORMAT_VERSION, actual=version,
+            )
+        if stored_root != root:
+            raise RootMismatchError(
+                f"store {path} belongs to {stored_root}, not {root}",
+                path=path, expected=root, actual=stored_root,
+            )
+        for name in ("objects.db", "meta.db"):
+            if not os.path.exists(os.path.join(path, name)):
+                raise StoreCorruptError(f"store is damaged: {name} is missing", path=path)
+        objects = ObjectStore(connect(os.path.join(path, "objects.db"), create=False),
+                              os.path.join(path, "objects.db"))
+        meta = MetaStore(connect(os.path.join(path, "meta.db"), create=False))
+        try:
+            meta.init_schema()
+            schema = int(meta.get_meta("schema_version") or "0")
+        except Exception as e:
+            raise StoreCorruptError(f"store database is unreadable: {e}", path=path) from e
+        if schema > SCHEMA_VERSION:
+            raise StoreVersionError(
+                f"store schema {schema} is newer than this takeback knows ({SCHEMA_VERSION})",
+                path=path, expected=SCHEMA_VERSION, actual=schema,
+            )
+        return cls(path, root, objects, meta)
+
+    def close(self) -> None:
+        """Commit pending objects and close the databases."""
+        self.objects.flush()
+        self.objects.conn.close()
+        self.meta.conn.close()
+
+    # -- locks -----------------------------------------------------------------------
+
+    @contextmanager
+    def lock(self, *, exclusive: bool) -> Iterator[None]:
+        """Hold the store's lock: shared for snapshots, exclusive for restores and gc."""
+        fd = os.open(os.path.join(self.path, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)
+
+    # -- journal ---------------------------------------------------------------------
+
+    @property
+    def journal_path(self) -> str:
+        """Where the journal of an unfinished restore lives."""
+        return os.path.join(self.path, "journal.json")
+
+    def write_journal(self, data: dict[str, Any]) -> None:
+        """Record that a restore is starting (atomically, before any workspace write)."""
+        atomic_write(self.journal_path, json.dumps(data).encode())
+
+    def read_journal(self) -> dict[str, Any] | None:
+        """Return the journal of an unfinished restore, if there is one."""
+        try:
+            with open(self.journal_path, "rb") as f:
+                data = json.loads(f.read())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return {"broken": True}
+        return data if isinstance(data, dict) else {"broken": True}
+
+    def clear_journal(self) -> None:
+        """Close the journal: the restore finished."""
+        try:
+            os.unlink(self.journal_path)
+        except FileNotFoundError:
+            pass
+
+    # -- events ----------------------------------------------------------------------
+
+    def log_event(self, event: dict[str, Any]) -> None:
+        """Append one event line to ``events.jsonl`` (best effort: never raises)."""
+        try:
+            fd = os.open(
+                os.path.join(self.path, "events.jsonl"),
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600,
+            )
+            try:
+                os.write(fd, (json.dumps(event, sort_keys=True) + "\n").encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass

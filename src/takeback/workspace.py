@@ -1,0 +1,265 @@
+"""API layer: ``Workspace``, the library's front door.
+
+A workspace is a folder and the store that records it. The store is found (or made, for
+operations that record) lazily on first use; nothing is read from the process's current
+folder or environment here: the caller passes ``root`` and, optionally, ``store``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import ops
+from ._fs import to_rel
+from .errors import PathError, ScanError, TakebackError, UsageError
+from .model import DIR, LARGE, Plan, SessionInfo, SnapshotInfo
+from .ops import DiffResult, FileDiff, Options, Resolved
+from .store import Store, default_store_path
+
+DEFAULT_SESSION = "default"
+
+#: An event: a dict with an ``event`` key (``snapshot.taken``, ``file.changed``,
+#: ``snapshot.failed``) and the fields the spec names.
+Event = dict[str, Any]
+
+
+@dataclass
+class RewindResult:
+    """What a rewind planned and, unless it was a dry run, did."""
+
+    plan: Plan
+    target: SnapshotInfo
+    note: str
+    dry_run: bool
+    pre: str | None = None
+    restored: list[str] = field(default_factory=list)
+    not_restored: list[str] = field(default_factory=list)
+    kept_dirs: list[str] = field(default_factory=list)
+
+
+class Workspace:
+    """A folder whose history takeback records.
+
+    Args:
+        root: the folder (made absolute and real).
+        store: the store folder; default: one per workspace in the user's data folder.
+        data_dir: where default stores live (default: the platform's user data folder).
+        max_file_bytes: files larger than this are counted and named but not kept.
+        exclude_env: leave ``.env`` and ``.env.*`` files out of every snapshot.
+
+    Raises:
+        ScanError: the root is not a folder.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, store: str | os.PathLike[str] | None = None,
+                 data_dir: str | None = None, max_file_bytes: int = ops.DEFAULT_MAX_FILE_BYTES,
+                 exclude_env: bool = True) -> None:
+        real = os.path.realpath(os.fspath(root))
+        if not os.path.isdir(real):
+            raise ScanError(f"not a folder: {os.fspath(root)}", path=os.fspath(root))
+        self.root = real
+        if store is not None:
+            self.store_path = os.path.realpath(os.fspath(store))
+        else:
+            if data_dir is None:
+                import platformdirs
+
+                data_dir = platformdirs.user_data_dir("takeback", appauthor=False)
+            self.store_path = default_store_path(real, data_dir)
+        self.options = Options(max_file_bytes=max_file_bytes, exclude_env=exclude_env)
+        self._store: Store | None = None
+        self._listeners: list[Callable[[Event], None]] = []
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    def open_store(self, *, create: bool = False) -> Store:
+        """Return the open store, opening (or, with ``create``, making) it on first use.
+
+        Raises:
+            StoreMissingError: there is none and ``create`` is false.
+            StoreError: the store is unusable (version, root, damage).
+        """
+        if self._store is None:
+            self._store = Store.open(self.store_path, self.root, create=create)
+        return self._store
+
+    def has_store(self) -> bool:
+        """Return whether a store exists for this workspace."""
+        return os.path.exists(os.path.join(self.store_path, "store.json"))
+
+    def close(self) -> None:
+        """Flush and close the store (the object can be used again; it reopens)."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def on_event(self, callback: Callable[[Event], None]) -> None:
+        """Call ``callback`` with every event (it is also logged in the store)."""
+        self._listeners.append(callback)
+
+    def emit(self, event: Event) -> None:
+        """Log an event in the store and hand it to the listeners (never raises)."""
+        if self._store is not None and event.get("event") != "snapshot.taken":
+            self._store.log_event(event)
+        for cb in self._listeners:
+            try:
+                cb(event)
+            except Exception:  # noqa: BLE001 - a listener's bug must not stop recording
+                pass
+
+    def rel(self, path: str | os.PathLike[str], *, base: str | None = None) -> str:
+        """Return a path relative to the root ('/'-separated).
+
+        Raises:
+            PathError: the path is outside the root.
+        """
+        return to_rel(self.root, os.fspath(path), base=base)
+
+    def interrupted(self) -> dict[str, Any] | None:
+        """Return the journal of a restore that did not finish, if any."""
+        if not self.has_store():
+            return None
+        return self.open_store().read_journal()
+
+    # -- recording ---------------------------------------------------------------------
+
+    def snapshot(self, message: str = "", *, session: str | None = None,
+                 kind: str = "manual") -> SnapshotInfo:
+        """Take a snapshot now (the session, if named, is started first).
+
+        Raises:
+            ScanError: the workspace cannot be read.
+        """
+        store = self.open_store(create=True)
+        if session is not None:
+            self.session(session).start()
+        info = ops.take(store, self.options, kind=kind, session=session, message=message)
+        self.emit({"event": "snapshot.taken", "id": info.id, "files": info.files,
+                   "duration_ms": info.duration_ms})
+        return info
+
+    def session(self, name: str = DEFAULT_SESSION) -> Session:
+        """Return a session (its baseline is taken on first use)."""
+        from ._session import Session
+
+        if not name or "\n" in name:
+            raise UsageError(f"bad session name: {name!r}")
+        return Session(self, name)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def log(self, session: str | None = None, *, limit: int | None = None) -> list[SnapshotInfo]:
+        """Return snapshots, newest first (of one session, or all)."""
+        return self.open_store().meta.snapshots(session, limit)
+
+    def sessions(self) -> list[SessionInfo]:
+        """Return every session, newest first."""
+        return self.open_store().meta.sessions()
+
+    def resolve(self, ref: str, *, session: str = DEFAULT_SESSION) -> Resolved:
+        """Return the snapshot a ref names.
+
+        Raises:
+            RefError: unknown, ambiguous or malformed.
+        """
+        return ops.resolve(self.open_store(), ref, session)
+
+    def _now_tree(self) -> str:
+        store = self.open_store()
+        with store.lock(exclusive=False):
+            return ops.scan(store, self.options).tree
+
+    def status(self) -> list[FileDiff]:
+        """Return what changed since the latest snapshot (files only)."""
+        store = self.open_store()
+        latest = store.meta.latest_snapshot()
+        if latest is None:
+            raise UsageError("no snapshot yet: take one with `takeback snapshot`")
+        return list(ops.diff(store, latest.tree, self._now_tree(), patch=False).files)
+
+    def diff(self, from_ref: str | None = None, to_ref: str | None = None, *,
+             paths: Sequence[str] | None = None, session: str = DEFAULT_SESSION,
+             patch: bool = True) -> DiffResult:
+        """Compare two states: FROM defaults to the latest snapshot, TO to the files now.
+
+        Raises:
+            RefError: a ref names nothing.
+        """
+        store = self.open_store()
+        if from_ref is None:
+            latest = store.meta.latest_snapshot()
+            if latest is None:
+                raise UsageError("no snapshot yet: take one with `takeback snapshot`")
+            old = latest.tree
+        else:
+            old = self.resolve(from_ref, session=session).snapshot.tree
+        new = self.resolve(to_ref, session=session).snapshot.tree if to_ref else self._now_tree()
+        return ops.diff(store, old, new, paths=paths, patch=patch)
+
+    def show(self, ref: str, path: str, *, session: str = DEFAULT_SESSION) -> bytes:
+        """Return the bytes of a file (or a link's target) as it was at ``ref``.
+
+        Raises:
+            PathError: the path was not a kept file at ``ref``.
+        """
+        store = self.open_store()
+        snap = self.resolve(ref, session=session).snapshot
+        rel = path.strip("/")
+        entry = ops.lookup(store.objects.get_tree, snap.tree, rel)
+        if entry is None or entry.kind == DIR:
+            raise PathError(f"no file {rel} in snapshot {snap.id[:10]}", path=rel)
+        if entry.kind == LARGE:
+            raise PathError(f"{rel} was over the size limit and was not kept", path=rel)
+        return ops.read_entry(store, entry)
+
+    # -- taking back -------------------------------------------------------------------
+
+    def rewind(self, to: str, *, paths: Sequence[str] | None = None, dry_run: bool = False,
+               session: str = DEFAULT_SESSION,
+               on_progress: Callable[[int, int], None] | None = None) -> RewindResult:
+        """Put the workspace (or just ``paths``) back as it was at ``to``.
+
+        A dry run plans against the files now and writes nothing (not even a snapshot).
+        Otherwise a pre-rewind snapshot is taken first; its id undoes the rewind.
+
+        Raises:
+            RefError: ``to`` names nothing.
+            RestoreError: writes failed part way (what was done is attached).
+        """
+        store = self.open_store()
+        resolved = self.resolve(to, session=session)
+        target = resolved.snapshot
+        if dry_run:
+            plan = ops.make_plan(store.objects.get_tree, self._now_tree(), target.tree,
+                                 target.id, paths)
+            return RewindResult(plan, target, resolved.note, True)
+        with store.lock(exclusive=True):
+            result = ops.scan(store, self.options)
+            pre = ops.record(store, result, kind="pre-rewind", session=session,
+                             message=f"before rewind to {target.id[:10]}")
+            plan = ops.make_plan(store.objects.get_tree, pre.tree, target.tree, target.id, paths)
+            done = ops.apply_plan(store, plan, pre=pre.id, on_progress=on_progress)
+        return RewindResult(plan, target, resolved.note, False, pre.id, done.restored,
+                            done.not_restored, done.kept_dirs)
+
+
+def entry_mode_text(mode: int) -> str:
+    """Return ``rwxr-xr-x``-style text for permission bits (for people)."""
+    return stat.filemode(mode)[1:]
+
+
+# Imported last: the session module builds on Workspace.
+from ._session import Session, Step, Turn  # noqa: E402
+
+__all__ = ["DEFAULT_SESSION", "Event", "RewindResult", "Session", "Step", "TakebackError",
+           "Turn", "Workspace"]
