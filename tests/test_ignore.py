@@ -108,7 +108,8 @@ def takeback_visible(
             else:
                 found.add(rel)
 
-    walk("", IgnoreRules.for_root(str(root), exclude_env=exclude_env, extra_patterns=extra_patterns))
+    rules = IgnoreRules.for_root(str(root), exclude_env=exclude_env, extra_patterns=extra_patterns)
+    walk("", rules)
     return found
 
 
@@ -240,9 +241,7 @@ def test_doublestar_forms(tmp_path: Path) -> None:
     visible = assert_same_as_git(
         tmp_path,
         {
-            ".gitignore": (
-                "**/foo\na/**/b\n**/x/**\nc/**\n!c/keep\nm**n\np/q**/r\n/**/deep.txt\n"
-            ),
+            ".gitignore": ("**/foo\na/**/b\n**/x/**\nc/**\n!c/keep\nm**n\np/q**/r\n/**/deep.txt\n"),
             "foo": "",
             "s/t/foo": "",
             "a/b": "",
@@ -277,13 +276,32 @@ def test_character_classes(tmp_path: Path) -> None:
     assert_same_as_git(tmp_path, spec)
 
 
+POSIX_CLASSES = ["alnum", "alpha", "blank", "cntrl", "digit", "graph", "lower", "print"]
+POSIX_CLASSES += ["punct", "space", "upper", "xdigit"]
+
+
+def test_posix_classes_on_every_ascii_byte(tmp_path: Path) -> None:
+    spec: dict[str, str | bytes | None] = {
+        f"{cls}/.gitignore": f"x[[:{cls}:]]\ny[![:{cls}:]]\n" for cls in POSIX_CLASSES
+    }
+    repo = new_repo(tmp_path, spec)
+    # git's classes are ASCII only; a few high bytes stand for the rest.
+    tested = [b for b in range(1, 128) if b != ord("/")] + [0x80, 0xA0, 0xC3, 0xFF]
+    for cls in POSIX_CLASSES:
+        for byte in tested:
+            for lead in (b"x", b"y"):
+                (repo / cls / os.fsdecode(lead + bytes([byte]))).write_bytes(b"")
+    visible = git_visible(repo)
+    assert len(visible) > len(tested) * len(POSIX_CLASSES) // 2
+    assert takeback_visible(repo) == visible
+
+
 def test_escapes_comments_and_trailing_spaces(tmp_path: Path) -> None:
     visible = assert_same_as_git(
         tmp_path,
         {
             ".gitignore": (
-                "\\#hash\n\\!bang\n#comment\ntrail   \nkeep\\ \n  lead\nwin\r\n"
-                "star\\*\nq\\?\n"
+                "\\#hash\n\\!bang\n#comment\ntrail   \nkeep\\ \n  lead\nwin\r\nstar\\*\nq\\?\n"
             ),
             "#hash": "",
             "!bang": "",
@@ -429,16 +447,41 @@ def test_descend_reuses_rules_and_keys() -> None:
 
 
 def test_ignored_answers_for_deep_children() -> None:
-    rules = IgnoreRules.for_root("/nonexistent", exclude_env=False)
-    rules = rules.descend("", b"*.tmp\n/top/\nsrc/gen/\n!keep.tmp\n", None)
-    rules = rules.descend("src", b"gen2/\n", None)
-    rules = rules.descend("src/a", None, None)
-    assert rules.ignored("src/a/x.tmp", False)
-    assert not rules.ignored("src/a/keep.tmp", False)
-    assert not rules.ignored("src/a/top", True)
-    assert rules.ignored("src/gen", True)
-    assert not rules.ignored("src/gen", False)
-    assert rules.ignored("src/a/gen2", True)
+    root = IgnoreRules.for_root("/nonexistent", exclude_env=False)
+    root = root.descend("", b"*.tmp\n/top/\nsrc/gen/\n!keep.tmp\n", None)
+    src = root.descend("src", b"gen2/\n", None)
+    assert src.ignored("src/gen", True)
+    assert not src.ignored("src/gen", False)
+    deep = src.descend("src/a", None, None)
+    assert deep is src
+    assert deep.ignored("src/a/x.tmp", False)
+    assert not deep.ignored("src/a/keep.tmp", False)
+    assert not deep.ignored("src/a/top", True)
+    assert deep.ignored("src/a/gen2", True)
+
+
+def test_rules_are_immutable() -> None:
+    rules = IgnoreRules.for_root("/nonexistent")
+    with pytest.raises(AttributeError):
+        rules.key = ()  # type: ignore[misc]
+
+
+def test_non_ascii_folders_with_anchored_patterns(tmp_path: Path) -> None:
+    assert_same_as_git(
+        tmp_path,
+        {
+            ".gitignore": "\xe9t\xe9/sub/y\n",
+            "\xe9t\xe9/.gitignore": "/x\nsub/z\n[\xe9]*\n",
+            "\xe9t\xe9/x": "",
+            "\xe9t\xe9/sub/x": "",
+            "\xe9t\xe9/sub/y": "",
+            "\xe9t\xe9/sub/z": "",
+            "\xe9t\xe9/sub/\xe9a": "",
+            "\xe9t\xe9/sub/\xc3": "",
+            "\xe9t\xe9/sub/.gitignore": "/\xe9a\n",
+            "x/\xe9t\xe9/sub/y": "",
+        },
+    )
 
 
 # --------------------------------------------------------------------------- properties

@@ -46,6 +46,8 @@ class Store:
         self.root = root
         self.objects = objects
         self.meta = meta
+        self._lock_depth = 0
+        self._lock_exclusive = False
 
     @classmethod
     def open(cls, path: str, root: str, *, create: bool) -> Store:
@@ -121,11 +123,29 @@ class Store:
 
     @contextmanager
     def lock(self, *, exclusive: bool) -> Iterator[None]:
-        """Hold the store's lock: shared for snapshots, exclusive for restores and gc."""
+        """Hold the store's lock: shared for snapshots, exclusive for restores and gc.
+
+        Re-entrant within one Store: a snapshot taken inside a restore (the pre-restore
+        snapshot) runs under the restore's exclusive lock instead of waiting for it, which
+        a second flock on a new file description would do forever.
+        """
+        if self._lock_depth:
+            if exclusive and not self._lock_exclusive:
+                raise RuntimeError("cannot upgrade a shared store lock to exclusive")
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
         fd = os.open(os.path.join(self.path, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            yield
+            self._lock_depth, self._lock_exclusive = 1, exclusive
+            try:
+                yield
+            finally:
+                self._lock_depth = 0
         finally:
             os.close(fd)
 
