@@ -20,6 +20,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"takeback {__version__}")
         return 0
+    if "hook" in args:
+        # A hook call is parsed on its own, before the full parser: it starts faster, and a
+        # bad option is logged instead of ending in exit 2 (which blocks the agent).
+        from .hook_cmd import entry
+
+        code = entry(args)
+        if code is not None:
+            return code
     return run(build_parser(), args)
 
 

@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f".{module}", __package__)
         sp = sub.add_parser(name, parents=[common], help=mod.HELP, description=mod.HELP)
         mod.add_arguments(sp)
-        sp.set_defaults(_module=module)
+        sp.set_defaults(_module=module, _after_dashdash=getattr(mod, "AFTER_DASHDASH", None))
     from . import integrations_cmd
 
     integrations_cmd.register(sub, common)
@@ -148,8 +148,19 @@ def _warn_interrupted(ctx: Ctx) -> None:
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     """Parse, dispatch, and translate errors into the spec's exit codes."""
+    # Everything after the first ``--`` is paths (diff, rewind) or a command (run, watch);
+    # argparse would drop the ``--`` and mix them with refs, so it is split off here.
+    tail: list[str] | None = None
+    if "--" in argv:
+        i = argv.index("--")
+        argv, tail = argv[:i], argv[i + 1:]
     try:
         args = parser.parse_args(argv)
+        if tail is not None:
+            kind = getattr(args, "_after_dashdash", None)
+            if kind is None:
+                raise ArgError(f"takeback: unexpected arguments after --: {' '.join(tail)}")
+            setattr(args, kind, list(getattr(args, kind, None) or []) + tail)
     except ArgError as e:
         print(f"takeback: error: {e}", file=sys.stderr)
         return 2

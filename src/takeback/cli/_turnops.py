@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._render import sid
 
 if TYPE_CHECKING:
+    from ..ops import TurnOpResult
     from ._app import Ctx
 
 _DONE = {"undo": "Undid", "redo": "Redid", "revert": "Reverted", "unrevert": "Unreverted"}
@@ -14,12 +15,21 @@ _NOTHING = {"undo": "Nothing to undo.", "redo": "Nothing to redo.",
             "revert": "Nothing to revert.", "unrevert": "Nothing to unrevert."}
 
 
-def report(ctx: Ctx, result: Any) -> int:
-    """Print the result of a turn operation and return 0."""
+def report(ctx: Ctx, result: TurnOpResult) -> int:
+    """Print the result of a turn operation and return 0.
+
+    Args:
+        ctx: the command's context.
+        result: what the operation did.
+
+    Returns:
+        The exit code (0: a refusal is an exception, turned into its code by ``main``).
+
+    """
     if ctx.json:
         ctx.emit_json({"op": result.kind, "nothing": result.nothing, "turns": result.turns,
                        "pre": result.pre, "restored": result.restored,
-                       "not_restored": result.not_restored})
+                       "not_restored": result.not_restored, "conflicts": result.conflicts})
         return 0
     if result.nothing:
         ctx.out(_NOTHING[result.kind])
@@ -27,8 +37,9 @@ def report(ctx: Ctx, result: Any) -> int:
     turns = ", ".join(str(t) for t in result.turns)
     word = "turn" if len(result.turns) == 1 else "turns"
     ctx.out(f"{_DONE[result.kind]} {word} {turns}. Files restored: {len(result.restored)}.")
+    forced = set(result.conflicts)
     for p in result.restored:
-        ctx.out(f"  {p}")
+        ctx.out(f"  {p}  (overwrote changes made since)" if p in forced else f"  {p}")
     for p in result.not_restored:
         ctx.out(f"  not restored (never kept): {p}")
     ctx.out(f"Snapshot before it: {sid(result.pre)} (takeback rewind --to {sid(result.pre)})")

@@ -10,11 +10,13 @@ if TYPE_CHECKING:
     from ._app import Ctx
 
 HELP = "show a unified diff that git apply accepts"
+AFTER_DASHDASH = "paths"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
     p.add_argument("refs", nargs="*", metavar="REF", help="FROM (default: latest) and TO")
+    p.set_defaults(paths=[])
     g = p.add_mutually_exclusive_group()
     g.add_argument("--stat", action="store_true", help="counts per file")
     g.add_argument("--name-status", action="store_true", help="A/M/D and the path")
@@ -23,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ctx: Ctx) -> int:
     """Print the diff."""
     from ..errors import UsageError
-    refs, paths = split_paths(ctx.args.refs)
+    refs, paths = ctx.args.refs, ctx.args.paths
     if len(refs) > 2:
         raise UsageError("diff takes at most two refs (FROM and TO)")
     want_patch = not (ctx.args.stat or ctx.args.name_status)
@@ -52,11 +54,3 @@ def run(ctx: Ctx) -> int:
         sys.stdout.buffer.write(result.patch)
         sys.stdout.buffer.flush()
     return 0
-
-
-def split_paths(words: list[str]) -> tuple[list[str], list[str]]:
-    """Split ``REF… -- PATH…`` (argparse leaves ``--`` in place for us)."""
-    if "--" in words:
-        i = words.index("--")
-        return words[:i], words[i + 1:]
-    return words, []

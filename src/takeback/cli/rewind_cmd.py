@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ._app import Ctx
 
 HELP = "put the workspace (or just PATHs) back as it was at REF"
+AFTER_DASHDASH = "paths"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -16,13 +16,13 @@ if TYPE_CHECKING:
     from ._app import Ctx
 
 HELP = "run a command as one step: snapshots before and after"
-CHECKS_JOURNAL = True
+AFTER_DASHDASH = "cmd"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
     p.add_argument("-m", "--message", default=None, help="a label for the step")
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARG…]")
+    p.add_argument("cmd", nargs="*", metavar="-- CMD [ARG…]")
 
 
 def run(ctx: Ctx) -> int:
@@ -30,8 +30,6 @@ def run(ctx: Ctx) -> int:
     from ..errors import UsageError
 
     cmd = list(ctx.args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
     if not cmd:
         raise UsageError("nothing to run: takeback run -- CMD [ARG…]")
     ws = ctx.workspace()

@@ -18,13 +18,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(ctx: Ctx) -> int:
-    """Touch each path in the open turn."""
+    """Touch each path in the open turn (one is opened if none is)."""
     ws = ctx.workspace()
+    # Every path is checked before anything is recorded: a path outside the root
+    # refuses the whole command (exit 2) without opening a turn.
+    rels = [ws.rel(p, base=ctx.cwd) for p in ctx.args.paths]
     session = ws.session(ctx.session)
     turn = session.current_turn() or session.turn()
     kept = []
-    for p in ctx.args.paths:
-        if turn.touch(ws.rel(p, base=ctx.cwd), tool_call_id=ctx.args.tool_call_id):
+    for p, rel in zip(ctx.args.paths, rels, strict=True):
+        if turn.touch(rel, tool_call_id=ctx.args.tool_call_id):
             kept.append(p)
     if ctx.json:
         ctx.emit_json({"turn": turn.n, "kept": kept})

@@ -33,7 +33,7 @@ from typing import Any
 from .._fs import TMP_PREFIX
 from ..errors import ScanError
 from ..model import DIR, FILE, LARGE, LINK, Entry, Tree, encode_tree
-from ._gitindex import GitIndex
+from ._gitindex import GitIndex, common_git_dir, resolve_git_dir
 from ._ignore import IgnoreRules
 
 #: How close to the scan's start a timestamp may be before it is not trusted.
@@ -166,12 +166,22 @@ class Scanner:
         )
 
     def _root_key(self) -> bytes:
+        """Digest of what the root's rules depend on besides the ignore files in the tree.
+
+        ``info/exclude`` and the index (tracked files are never ignored) are named by their
+        stat, so a change to either makes every folder decide its ignores afresh.
+        """
         parts = [b"env" if self.exclude_env else b"noenv"]
-        gitdir = os.path.join(self.root, ".git")
-        for name in ("info/exclude", "index"):
+        gitdir = resolve_git_dir(self.root)
+        places = []
+        if gitdir is not None:
+            places = [os.path.join(common_git_dir(gitdir), "info", "exclude"),
+                      os.path.join(gitdir, "index")]
+        for path in places:
             try:
-                st = os.stat(os.path.join(gitdir, name))
-                parts.append(b"%s %d %d %d" % (name.encode(), st.st_size, st.st_mtime_ns, st.st_ino))
+                st = os.stat(path)
+                parts.append(b"%s %d %d %d" % (os.fsencode(path), st.st_size, st.st_mtime_ns,
+                                               st.st_ino))
             except OSError:
                 parts.append(b"-")
         return _digest(*parts)

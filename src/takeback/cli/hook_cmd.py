@@ -1,0 +1,141 @@
+"""CLI layer: ``takeback hook claude-code``: the entry point that Claude Code's hooks call.
+
+It reads the hook's JSON on stdin, records it, and exits 0 with nothing on stdout
+whatever happens: Claude Code reads a hook's stdout, and its exit code 2, as decisions
+(block the tool call, keep the agent going), and a recorder must never make one.
+Failures go to ``hook.log`` in the store.
+
+``cli.main`` hands a hook call to :func:`entry` before the full parser is built, so the
+call starts quickly and a bad option is logged instead of ending in argparse's exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..integrations._claude_code import HookCall
+    from ._app import Ctx
+
+HELP = "the entry point Claude Code's hooks call (reads the hook's JSON on stdin)"
+CHECKS_JOURNAL = False
+
+_VALUED = ("--root", "--store", "--session", "--max-file-bytes")
+_FLAGS = ("--json",)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this command's arguments (for --help; calls are parsed by :func:`entry`)."""
+    p.add_argument("agent", choices=["claude-code"], help="the agent whose hook calls this")
+
+
+def _words(argv: Sequence[str]) -> list[str]:
+    """Return the positional words of a command line (option values skipped)."""
+    words = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in _VALUED:
+            skip = True
+        elif not a.startswith("-") or a == "-":
+            words.append(a)
+    return words
+
+
+def is_hook_call(argv: Sequence[str]) -> bool:
+    """Return whether a command line runs ``takeback hook`` (and does not ask for help)."""
+    words = _words(argv)
+    return bool(words) and words[0] == "hook" and not any(a in ("-h", "--help") for a in argv)
+
+
+def parse(argv: Sequence[str]) -> HookCall:
+    """Return the options of a hook call; what cannot be read is kept as a problem."""
+    from ..integrations._claude_code import HookCall
+
+    call = HookCall(agent="")
+    words: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        a = args[i]
+        name, eq, value = a.partition("=")
+        if name in _VALUED:
+            if not eq:
+                if i + 1 >= len(args):
+                    call.problems.append(f"{name} needs a value")
+                    break
+                value = args[i + 1]
+                i += 1
+            key = name[2:].replace("-", "_")
+            if key == "max_file_bytes":
+                try:
+                    call.max_file_bytes = int(value)
+                except ValueError:
+                    call.problems.append(f"--max-file-bytes: not a number: {value!r}")
+            else:
+                setattr(call, key, value)
+        elif a in _FLAGS:
+            pass
+        elif a.startswith("-") and a != "-":
+            call.problems.append(f"unknown option {a}")
+        else:
+            words.append(a)
+        i += 1
+    if words[:1] == ["hook"]:
+        words = words[1:]
+    if not words:
+        call.problems.append("takeback hook needs the agent's name: takeback hook claude-code")
+    else:
+        call.agent = words[0]
+        if len(words) > 1:
+            call.problems.append(f"unexpected arguments: {' '.join(words[1:])}")
+    return call
+
+
+def _read_stdin() -> bytes:
+    stdin = sys.stdin
+    if stdin is None or stdin.isatty():
+        return b""
+    return stdin.buffer.read()
+
+
+def entry(argv: Sequence[str]) -> int | None:
+    """Run a hook call and return 0; return None when ``argv`` is not a hook call.
+
+    Nothing is printed on stdout, and every exception (argument errors included) is
+    logged and swallowed.
+    """
+    if not is_hook_call(argv):
+        return None
+    saved = sys.stdout
+    # Whatever is printed by mistake goes to stderr, which Claude Code does not parse.
+    sys.stdout = sys.stderr
+    try:
+        from ..integrations._claude_code import run
+
+        run(_read_stdin(), parse(argv), os.environ)
+    except BaseException:  # noqa: BLE001, S110 - fail open; run() has logged what it could
+        pass
+    finally:
+        sys.stdout = saved
+    return 0
+
+
+def run(ctx: Ctx) -> int:
+    """Handle a hook call that came through the full parser (``cli.main`` normally doesn't)."""
+    from ..integrations._claude_code import HookCall
+    from ..integrations._claude_code import run as run_hook
+
+    call = HookCall(agent=ctx.args.agent, root=getattr(ctx.args, "root", None),
+                    store=ctx.store, session=getattr(ctx.args, "session", None),
+                    max_file_bytes=ctx.max_file_bytes)
+    try:
+        run_hook(_read_stdin(), call, os.environ)
+    except BaseException:  # noqa: BLE001, S110 - fail open
+        pass
+    return 0

@@ -1,0 +1,77 @@
+"""CLI layer: ``takeback hooks install|uninstall claude-code [--project | --local | --user]``.
+
+Install merges takeback's handlers into Claude Code's settings file and prints what it
+changed; uninstall takes out exactly takeback's handlers. Both leave every other key and
+hook of the file as they were.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._app import Ctx
+
+HELP = "put takeback's hooks into an agent's settings, or take them out"
+CHECKS_JOURNAL = False
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this command's arguments."""
+    p.add_argument("action", choices=["install", "uninstall"])
+    p.add_argument("agent", choices=["claude-code"])
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument("--project", dest="scope", action="store_const", const="project",
+                       help="the project's .claude/settings.json (the default)")
+    scope.add_argument("--local", dest="scope", action="store_const", const="local",
+                       help="the project's .claude/settings.local.json (not committed)")
+    scope.add_argument("--user", dest="scope", action="store_const", const="user",
+                       help="your ~/.claude/settings.json (every project)")
+    p.add_argument("--command", default=None, metavar="CMD",
+                   help="the command the hooks run (default: 'takeback hook claude-code' "
+                        "when takeback is on PATH, else this Python with -m takeback)")
+
+
+def run(ctx: Ctx) -> int:
+    """Install or uninstall, then say what changed."""
+    from ..errors import UsageError
+    from ..integrations import _claude_code as cc
+
+    scope = ctx.args.scope or "project"
+    if scope != "user" and not os.path.isdir(ctx.root):
+        raise UsageError(f"not a folder: {ctx.root}")
+    root = os.path.realpath(ctx.root)
+    path = cc.settings_path(scope, root, os.environ)
+    command = ""
+    if ctx.args.action == "install":
+        command = ctx.args.command or cc.default_command(os.environ)
+        if not cc.is_ours({"command": command}):
+            raise UsageError(f"--command must run 'takeback hook claude-code': {command!r}")
+        change = cc.install(path, command)
+    else:
+        if ctx.args.command:
+            raise UsageError("--command is for install only")
+        change = cc.uninstall(path)
+    if ctx.json:
+        ctx.emit_json({"action": ctx.args.action, "agent": ctx.args.agent, "scope": scope,
+                       **change.to_json()})
+        return 0
+    if not change.changed:
+        ctx.out(f"{path}: takeback's hooks are already in place; nothing changed."
+                if ctx.args.action == "install" else
+                f"{path}: no takeback hooks found; nothing changed.")
+        return 0
+    ctx.out(f"{'Created' if change.created else 'Updated'} {path}:")
+    for line in change.removed:
+        ctx.out(f"  - {line}")
+    for line in change.added:
+        ctx.out(f"  + {line}")
+    if ctx.args.action == "install":
+        if not command.startswith("takeback "):
+            ctx.out("note: takeback is not on PATH, so the hooks run this Python "
+                    "directly; use --command to choose another.")
+        ctx.out("Claude Code reads hooks when a session starts: restart it, or review them "
+                "with /hooks.")
+    return 0
