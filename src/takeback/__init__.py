@@ -42,9 +42,9 @@ _WHERE = {
 }
 
 __all__ = [
-    "DEFAULT_SESSION",
     "Change",
     "ConflictError",
+    "DEFAULT_SESSION",
     "DiffResult",
     "Entry",
     "FileDiff",
