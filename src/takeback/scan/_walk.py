@@ -40,10 +40,47 @@ from ._ignore import IgnoreRules
 GRANULARITY_NS = 1_000_000_000
 #: How many skipped (too large) files a snapshot names.
 SKIPPED_NAMED = 20
-CACHE_KEY = "dirs-v1"
+CACHE_KEY = "dirs-v2"
 
-#: (listing key, ignored names, stat key, child tree ids, tree id, own file count, large names)
-_Fast = tuple[bytes, tuple[str, ...], bytes, tuple[str, ...], str, int, tuple[str, ...]]
+#: What the cache keeps of one folder (a plain tuple: marshal stores it fast):
+#: listing key, names left out, ignored folders holding tracked files, stat key, subfolder
+#: names, subfolder tree ids, tree id, own kept-file count, own too-large file names.
+_Fast = tuple[Any, ...]
+_LISTING, _SKIP, _PARTIAL, _STAT, _NAMES, _IDS, _TREE, _FILES, _LARGE = range(9)
+_FAST_LEN = 9
+
+
+@dataclass
+class _Listing:
+    """One folder as listed now: the rules in force in it, what is kept, its digests."""
+
+    rules: IgnoreRules
+    key: bytes
+    listing_key: bytes
+    skip: tuple[str, ...]
+    partial: tuple[str, ...]
+    stat_key: bytes
+    kept: list[tuple[str, os.stat_result]]
+    subdirs: list[tuple[str, int]]
+
+
+def _with_parents(paths: Iterable[str]) -> set[str]:
+    """Return the folders to list again: each named folder and every folder above it."""
+    out: set[str] = set()
+    for p in paths:
+        while p not in out:
+            out.add(p)
+            if not p:
+                break
+            p = p.rpartition("/")[0]
+    return out
+
+
+def _can_fork() -> bool:
+    """Fork only a single-threaded process (forking threads can deadlock the child)."""
+    import threading
+
+    return hasattr(os, "fork") and threading.active_count() == 1
 
 
 def _digest(*parts: bytes) -> bytes:
@@ -120,6 +157,11 @@ class Scanner:
     def scan(self, *, hint: Iterable[str] | None = None) -> ScanResult:
         """Walk the workspace and return its root tree (blobs and trees are stored).
 
+        With a cache from an earlier scan, a first pass only compares each folder's
+        digests (split between this process and one forked worker, since a walk is
+        bound by ``lstat`` calls, and two processes make them twice as fast on two
+        cores); the second pass lists again only the folders that differ.
+
         Args:
             hint: when a watcher knows which paths changed, the folders holding them are
                 the only ones listed; every other folder with a cache entry is taken as
@@ -136,13 +178,8 @@ class Scanner:
                 self._old = marshal.loads(raw)
             except (ValueError, EOFError, TypeError):
                 self._old = {}
-        revisit: set[str] | None = None
-        if hint is not None:
-            revisit = {""}
-            for p in hint:
-                parts = p.strip("/").split("/")
-                for i in range(len(parts)):
-                    revisit.add("/".join(parts[:i]))
+            if any(len(v) != _FAST_LEN for v in self._old.values()):
+                self._old = {}
         try:
             st = os.lstat(self.root)
         except OSError as e:
@@ -151,7 +188,18 @@ class Scanner:
         if not stat.S_ISDIR(st.st_mode):
             raise ScanError(f"the workspace root is not a folder: {self.root}", path=self.root)
         rules = IgnoreRules.for_root(self.root, exclude_env=self.exclude_env)
-        tree_id = self._walk("", rules, self._root_key(), False, revisit)
+        key = self._root_key()
+        revisit: set[str] | None = None
+        if hint is not None:
+            revisit = _with_parents(p.strip("/") for p in hint)
+        elif self._old:
+            revisit = _with_parents(self._dirty_dirs(rules, key))
+        if revisit is not None and not revisit and "" in self._old:
+            tree_id = self._old[""][_TREE]
+            self._new = self._old
+            self._count_all()
+        else:
+            tree_id = self._walk("", rules, key, False, revisit)
         cache: bytes | None = None
         if self._new != self._old:
             cache = marshal.dumps(self._new)
@@ -191,19 +239,90 @@ class Scanner:
             self._gitindex = GitIndex.load(self.root)
         return self._gitindex  # type: ignore[return-value]
 
+    # -- the check pass --------------------------------------------------------------
+
+    def _dirty_dirs(self, rules: IgnoreRules, key: bytes) -> list[str]:
+        """Return the folders whose listing or stats differ from the cache (or are new)."""
+        top = self._list("", rules, key, False, self._old.get(""))
+        dirty: list[str] = []
+        old = self._old.get("")
+        if old is None or old[_LISTING] != top.listing_key or old[_STAT] != top.stat_key:
+            dirty.append("")
+        jobs = [(name, top.rules, top.key, name in top.partial) for name, _m in top.subdirs]
+        if len(jobs) < 2 or not _can_fork():
+            for job in jobs:
+                self._check(*job, dirty)
+            return dirty
+        # Balance by the size of each subtree in the cache (folders below it).
+        weight: dict[str, int] = {}
+        for d in self._old:
+            head = d.split("/", 1)[0]
+            weight[head] = weight.get(head, 0) + 1
+        mine: list[tuple[str, IgnoreRules, bytes, bool]] = []
+        theirs: list[tuple[str, IgnoreRules, bytes, bool]] = []
+        load = [0, 0]
+        for job in sorted(jobs, key=lambda j: -weight.get(j[0], 1)):
+            side = 0 if load[0] <= load[1] else 1
+            (mine if side == 0 else theirs).append(job)
+            load[side] += weight.get(job[0], 1)
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the worker, reported through the pipe
+            code = 0
+            try:
+                os.close(rfd)
+                found: list[str] = []
+                for job in theirs:
+                    self._check(*job, found)
+                payload = marshal.dumps(found)
+            except BaseException:
+                payload = marshal.dumps(None)
+                code = 1
+            try:
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(wfd, view):]
+            finally:
+                os._exit(code)
+        os.close(wfd)
+        try:
+            for job in mine:
+                self._check(*job, dirty)
+        finally:
+            chunks = []
+            with os.fdopen(rfd, "rb") as r:
+                while chunk := r.read(1 << 20):
+                    chunks.append(chunk)
+            os.waitpid(pid, 0)
+        theirs_found = marshal.loads(b"".join(chunks)) if chunks else None
+        if theirs_found is None:
+            # The worker failed (a folder vanished under it, say): check its part here.
+            theirs_found = []
+            for job in theirs:
+                self._check(*job, theirs_found)
+        return dirty + theirs_found
+
+    def _check(self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool,
+               dirty: list[str]) -> None:
+        old = self._old.get(rel)
+        got = self._list(rel, rules, key, excluded, old)
+        if old is None or old[_LISTING] != got.listing_key or old[_STAT] != got.stat_key:
+            dirty.append(rel)
+        prefix = rel + "/"
+        for name, _mode in got.subdirs:
+            self._check(prefix + name, got.rules, got.key, excluded or name in got.partial,
+                        dirty)
+
     # -- one folder ------------------------------------------------------------------
 
-    def _walk(self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool,
-              revisit: set[str] | None) -> str:
-        old = self._old.get(rel)
-        if revisit is not None and rel not in revisit and old is not None and not excluded:
-            self._keep_subtree(rel)
-            return old[4]
+    def _list(self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool,
+              old: _Fast | None) -> _Listing:
+        """List one folder: its rules, what is in scope, and the digests of both."""
         absdir = os.path.join(self.root, rel) if rel else self.root
         try:
             with os.scandir(absdir) as it:
                 dirents = list(it)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             dirents = []
         except PermissionError as e:
             raise ScanError(f"cannot read folder {rel or '.'}: permission denied", path=rel) from e
@@ -214,50 +333,54 @@ class Scanner:
             rules = rules.descend(rel, gi, ti)
             key = _digest(key, os.fsencode(rel), gi or b"-", ti or b"-")
         listing_key = _digest(key, b"x" if excluded else b"", os.fsencode("\0".join(names)))
-        if old is not None and old[0] == listing_key:
-            ignored = set(old[1])
+        if old is not None and old[_LISTING] == listing_key:
+            skip, partial = old[_SKIP], old[_PARTIAL]
         else:
-            ignored = self._decide(rel, dirents, rules, excluded)
-        prefix = rel + "/" if rel else ""
-
+            skip, partial = self._decide(rel, dirents, rules, excluded)
         sigs: list[tuple[Any, ...]] = []
         kept: list[tuple[str, os.stat_result]] = []
         subdirs: list[tuple[str, int]] = []
         for d in dirents:
             name = d.name
-            if name in ignored or name == ".git" or name.startswith(TMP_PREFIX):
-                continue
-            if prefix + name in self._exclude:
+            if name in skip:
                 continue
             try:
                 st = d.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
             m = st.st_mode
-            if stat.S_ISDIR(m):
-                subdirs.append((name, stat.S_IMODE(m)))
-                sigs.append((name, 0, stat.S_IMODE(m)))
-            elif stat.S_ISREG(m) or stat.S_ISLNK(m):
+            fmt = m & 0o170000
+            if fmt == 0o040000:
+                subdirs.append((name, m & 0o7777))
+                sigs.append((name, m))
+            elif fmt == 0o100000 or fmt == 0o120000:
                 kept.append((name, st))
                 sigs.append((name, m, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
         stat_key = _digest(key, marshal.dumps(sigs))
+        return _Listing(rules, key, listing_key, skip, partial, stat_key, kept, subdirs)
 
-        child_ids: list[str] = []
-        for name, _mode in subdirs:
-            child_ids.append(
-                self._walk(prefix + name, rules, key, excluded and name in ignored, revisit)
-            )
-        children = tuple(child_ids)
+    def _walk(self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool,
+              revisit: set[str] | None) -> str:
+        old = self._old.get(rel)
+        if revisit is not None and rel not in revisit and old is not None:
+            self._keep_subtree(rel)
+            return old[_TREE]
+        got = self._list(rel, rules, key, excluded, old)
+        prefix = rel + "/" if rel else ""
+        children = tuple(
+            self._walk(prefix + name, got.rules, got.key, excluded or name in got.partial,
+                       revisit)
+            for name, _mode in got.subdirs
+        )
+        names = tuple(name for name, _m in got.subdirs)
+        if old is not None and old[_STAT] == got.stat_key and old[_IDS] == children \
+                and old[_LISTING] == got.listing_key:
+            self._new[rel] = old
+            self._count(old[_FILES], old[_LARGE])
+            return old[_TREE]
+        return self._rebuild(rel, got, names, children, old)
 
-        if old is not None and old[2] == stat_key and old[3] == children:
-            self._new[rel] = (listing_key, tuple(sorted(ignored)), stat_key, children, old[4],
-                              old[5], old[6])
-            self._count(old[5], old[6])
-            return old[4]
-        return self._rebuild(rel, listing_key, ignored, stat_key, kept, subdirs, children, old)
-
-    def _rebuild(self, rel: str, listing_key: bytes, ignored: set[str], stat_key: bytes,
-                 kept: list[tuple[str, os.stat_result]], subdirs: list[tuple[str, int]],
+    def _rebuild(self, rel: str, got: _Listing, names: tuple[str, ...],
                  children: tuple[str, ...], old: _Fast | None) -> str:
         self._changed_dirs += 1
         prefix = rel + "/" if rel else ""
@@ -274,17 +397,17 @@ class Scanner:
         large: list[str] = []
         racy = False
         files = 0
-        for name, st in kept:
+        for name, st in got.kept:
             sig = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
             cached = detail.get(name)
             entry: Entry | None
             if cached is not None and cached[0] == sig:
                 entry = Entry(*cached[1])
             else:
-                got = self._read_entry(prefix + name, st)
-                if got is None:
+                found = self._read_entry(prefix + name, st)
+                if found is None:
                     continue
-                entry, sig = got
+                entry, sig = found
             if sig[2] >= self._racy_ns or sig[3] >= self._racy_ns:
                 racy = True
                 saved: Any = None
@@ -296,13 +419,13 @@ class Scanner:
                 large.append(prefix + name)
             else:
                 files += 1
-        for (name, mode), cid in zip(subdirs, children, strict=True):
+        for (name, mode), cid in zip(got.subdirs, children, strict=True):
             tree[name] = Entry(DIR, mode, cid, 0)
-        data = encode_tree(tree)
-        tree_id = self._put("tree", data, None)
+        tree_id = self._put("tree", encode_tree(tree), None)
         self._new_trees[tree_id] = tree
-        self._new[rel] = (listing_key, tuple(sorted(ignored)), b"" if racy else stat_key,
-                          children, tree_id, files, tuple(large))
+        self._new[rel] = (got.listing_key, got.skip, got.partial,
+                          b"" if racy else got.stat_key, names, children, tree_id, files,
+                          tuple(large))
         self._detail_out[rel] = marshal.dumps(new_detail)
         self._count(files, tuple(large))
         return tree_id
@@ -314,23 +437,39 @@ class Scanner:
         if room > 0 and large:
             self._large.extend(large[:room])
 
+    def _count_all(self) -> None:
+        for fast in self._old.values():
+            self._count(fast[_FILES], fast[_LARGE])
+
     def _keep_subtree(self, rel: str) -> None:
-        """Carry a folder the hint says is untouched (and everything below) into the cache."""
+        """Carry a folder the checks found unchanged (and everything below) into the cache."""
+        fast = self._old.get(rel)
+        if fast is None or rel in self._new:
+            return
+        self._new[rel] = fast
+        self._count(fast[_FILES], fast[_LARGE])
         prefix = rel + "/" if rel else ""
-        for d, fast in self._old.items():
-            if d == rel or d.startswith(prefix) or rel == "":
-                if d not in self._new:
-                    self._new[d] = fast
-                    self._count(fast[5], fast[6])
+        for name in fast[_NAMES]:
+            self._keep_subtree(prefix + name)
 
     def _decide(self, rel: str, dirents: list[os.DirEntry[str]], rules: IgnoreRules,
-                excluded: bool) -> set[str]:
-        """Return the names of a folder that the ignore rules leave out."""
+                excluded: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Return the names a folder leaves out, and its ignored folders git tracks files in.
+
+        Left out: what the ignore rules match (unless git tracks it), ``.git``, our own
+        temporary files, and the store. A folder the rules match but that holds tracked
+        files is walked with every entry ignored but the tracked ones (git's rule that a
+        tracked file is never ignored).
+        """
         prefix = rel + "/" if rel else ""
-        out: set[str] = set()
+        skip: list[str] = []
+        partial: list[str] = []
         for d in dirents:
             name = d.name
             path = prefix + name
+            if name == ".git" or name.startswith(TMP_PREFIX) or path in self._exclude:
+                skip.append(name)
+                continue
             try:
                 is_dir = d.is_dir(follow_symlinks=False)
             except OSError:
@@ -339,11 +478,12 @@ class Scanner:
                 index = self._index()
                 if index is not None:
                     if is_dir and index.has_tracked_under(path):
-                        continue  # walked as an excluded folder: only tracked files count
+                        partial.append(name)
+                        continue
                     if not is_dir and index.is_tracked(path):
                         continue
-                out.add(name)
-        return out
+                skip.append(name)
+        return tuple(skip), tuple(partial)
 
     @staticmethod
     def _read_small(folder: str, name: str) -> bytes | None:
