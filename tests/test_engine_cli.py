@@ -421,3 +421,21 @@ def test_version_and_json_everywhere(tb: CLI, ws_dir: Path) -> None:
     doc = json.loads(tb("--json", "log").stdout)  # the option before the command works too
     assert {"id", "created_at", "kind", "session", "turn", "step", "message"} <= set(
         doc["snapshots"][0])
+
+
+def test_an_ignored_folder_with_a_tracked_file_keeps_only_that_file(tb: CLI, ws_dir: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=ws_dir, check=True)
+    (ws_dir / ".gitignore").write_text("build/\n")
+    (ws_dir / "build" / "sub").mkdir(parents=True)
+    (ws_dir / "build" / "keep.txt").write_text("tracked\n")
+    (ws_dir / "build" / "sub" / "out.o").write_text("object\n")
+    (ws_dir / "build" / "junk.o").write_text("object\n")
+    subprocess.run(["git", "add", "-f", "build/keep.txt"], cwd=ws_dir, check=True)
+    for _ in range(2):  # the first scan, then the cached check pass
+        snap(tb)
+        (ws_dir / "build" / "keep.txt").write_text("edited\n")
+        (ws_dir / "build" / "junk.o").write_text("rebuilt\n")
+        assert tb("status").stdout.splitlines() == ["M build/keep.txt"]
+        tb("rewind", "--to", "start")
+        assert (ws_dir / "build" / "keep.txt").read_text() == "tracked\n"
+        assert (ws_dir / "build" / "junk.o").read_text() == "rebuilt\n"
