@@ -302,27 +302,37 @@ class MetaStore:
             (session, n, label, before, "open", at),
         )
 
-    def set_turn_state(self, session: str, n: int, state: str, *, after: str | None = None,
-                       at: float | None = None) -> None:
-        """Change a turn's state (open, done, undone, reverted, final)."""
-        if after is None:
+    def set_turn_state(self, session: str, n: int, state: str, *,
+                       ended: float | None = None) -> None:
+        """Change a turn's state (open, done, undone, reverted); ``ended`` when it ends."""
+        if ended is None:
             self.conn.execute(
                 "UPDATE turns SET state=? WHERE session=? AND n=?", (state, session, n)
             )
         else:
             self.conn.execute(
-                "UPDATE turns SET state=?, after=?, ended_at=? WHERE session=? AND n=?",
-                (state, after, at, session, n),
+                "UPDATE turns SET state=?, ended_at=? WHERE session=? AND n=?",
+                (state, ended, session, n),
             )
 
     def add_touch(self, session: str, turn: int, path: str, state: str | None,
                   tool_call_id: str | None) -> bool:
-        """Keep a file's state before the turn's first write; return False if already kept."""
+        """Keep a file's state before the turn's first write; return False if already kept.
+
+        A path already kept keeps its state; if this touch comes from another tool call
+        (or from an unknown one), the change is no longer one call's and its id is dropped.
+        """
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO touches(session, turn, path, state, tool_call_id) "
             "VALUES (?,?,?,?,?)", (session, turn, path, state, tool_call_id),
         )
-        return cur.rowcount > 0
+        if cur.rowcount > 0:
+            return True
+        self.conn.execute(
+            "UPDATE touches SET tool_call_id=NULL WHERE session=? AND turn=? AND path=? "
+            "AND tool_call_id IS NOT ?", (session, turn, path, tool_call_id),
+        )
+        return False
 
     def touches(self, session: str, turn: int) -> dict[str, tuple[str | None, str | None]]:
         """Return path -> (state before, tool call id) for a turn's touched files."""
@@ -333,8 +343,10 @@ class MetaStore:
         return {r[0]: (r[1], r[2]) for r in rows}
 
     def set_changes(self, session: str, turn: int, rows: list[tuple[Any, ...]]) -> None:
-        """Replace a turn's change list; rows are (path, status, added, removed, before,
-        after, sha256, undoable)."""
+        """Replace a turn's change list.
+
+        Rows are (path, status, added, removed, before, after, sha256, undoable).
+        """
         self.conn.execute("DELETE FROM changes WHERE session=? AND turn=?", (session, turn))
         self.conn.executemany(
             "INSERT INTO changes(session, turn, path, status, added, removed, before, after, "
@@ -352,13 +364,14 @@ class MetaStore:
     def changes(self, session: str, turn: int) -> list[Change]:
         """Return a turn's change list."""
         return [
-            Change(path=r[0], status=r[1], added=r[2], removed=r[3], sha256=r[6], undoable=bool(r[7]))
+            Change(path=r[0], status=r[1], added=r[2], removed=r[3], sha256=r[6],
+                   undoable=bool(r[7]))
             for r in self.change_rows(session, turn)
         ]
 
     def add_op(self, session: str, kind: str, turns: list[int], pre: str | None,
                data: dict[str, Any], at: float) -> int:
-        """Record an undo, redo or revert; return its id."""
+        """Record an undo, redo, revert or unrevert (state ``active``); return its id."""
         cur = self.conn.execute(
             "INSERT INTO ops(session, kind, turns, pre, data, state, created_at) "
             "VALUES (?,?,?,?,?,?,?)",
@@ -384,5 +397,5 @@ class MetaStore:
         ]
 
     def set_op_state(self, op_id: int, state: str) -> None:
-        """Mark an op (active, done, cleared)."""
+        """Mark an op (active, redone, unreverted, final)."""
         self.conn.execute("UPDATE ops SET state=? WHERE id=?", (state, op_id))

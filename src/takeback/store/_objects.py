@@ -70,10 +70,16 @@ class ObjectStore:
         if not self._pending:
             return
         rows = [(oid, kind, size, data) for oid, (kind, size, data) in self._pending.items()]
-        with Tx(self.conn) as c:
-            c.executemany("INSERT OR IGNORE INTO objects(oid, kind, size, data) VALUES (?,?,?,?)", rows)
-        self._pending.clear()
-        self._pending_bytes = 0
+        try:
+            with Tx(self.conn) as c:
+                c.executemany(
+                    "INSERT OR IGNORE INTO objects(oid, kind, size, data) VALUES (?,?,?,?)", rows
+                )
+        finally:
+            # Written or not, these are dropped: a failed batch fails its snapshot, and
+            # nothing may refer to objects that were never committed.
+            self._pending.clear()
+            self._pending_bytes = 0
 
     # -- reading ---------------------------------------------------------------------
 

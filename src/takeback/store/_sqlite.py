@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from ..errors import StoreCorruptError
+from ..errors import StoreCorruptError, StoreError
 
 
 def connect(path: str, *, create: bool) -> sqlite3.Connection:
@@ -30,18 +30,47 @@ def connect(path: str, *, create: bool) -> sqlite3.Connection:
     return conn
 
 
+def db_path(conn: sqlite3.Connection) -> str:
+    """Return the file behind a connection (for error messages)."""
+    for _seq, name, path in conn.execute("PRAGMA database_list"):
+        if name == "main":
+            return str(path)
+    return "?"
+
+
 class Tx:
-    """``with Tx(conn):`` runs the block in one write transaction (BEGIN IMMEDIATE)."""
+    """``with Tx(conn):`` runs the block in one write transaction (BEGIN IMMEDIATE).
+
+    A database error (a full disk, a damaged file) rolls the transaction back and is
+    raised as a :class:`StoreError`, so callers see one kind of failure with one exit code.
+    """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
     def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot write to the store: {e}", path=db_path(self.conn)) from e
         return self.conn
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
-            self.conn.execute("COMMIT")
-        else:
+            try:
+                self.conn.execute("COMMIT")
+                return
+            except sqlite3.Error as e:
+                self._rollback()
+                raise StoreError(f"cannot write to the store: {e}",
+                                 path=db_path(self.conn)) from e
+        self._rollback()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(f"cannot write to the store: {exc}",
+                             path=db_path(self.conn)) from exc
+
+    def _rollback(self) -> None:
+        try:
             self.conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # the transaction is already gone (SQLite rolls back on some errors)

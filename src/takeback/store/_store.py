@@ -115,9 +115,11 @@ class Store:
 
     def close(self) -> None:
         """Commit pending objects and close the databases."""
-        self.objects.flush()
-        self.objects.conn.close()
-        self.meta.conn.close()
+        try:
+            self.objects.flush()
+        finally:
+            self.objects.conn.close()
+            self.meta.conn.close()
 
     # -- locks -----------------------------------------------------------------------
 
