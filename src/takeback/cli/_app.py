@@ -42,7 +42,7 @@ class _Parser(argparse.ArgumentParser):
         raise ArgError(f"{self.prog}: {message}")
 
 
-def common_options() -> argparse.ArgumentParser:
+def common_options() -> _Parser:
     """Return the options every command takes, before or after its name."""
     p = _Parser(add_help=False)
     p.add_argument("--root", default=argparse.SUPPRESS, help="the workspace (default: .)")

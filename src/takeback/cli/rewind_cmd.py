@@ -24,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _path(item: Any) -> str:
     e = item.target if item.target is not None else item.current
-    return item.path + ("/" if e is not None and e.kind == "d" else "")
+    return str(item.path) + ("/" if e is not None and e.kind == "d" else "")
 
 
 def run(ctx: Ctx) -> int:

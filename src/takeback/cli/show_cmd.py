@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 import sys
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._app import Ctx

@@ -1,4 +1,4 @@
-"""Model layer: the entries of one folder and their canonical encoding.
+r"""Model layer: the entries of one folder and their canonical encoding.
 
 A tree is one folder's listing, stored as its own object (like git's), so two snapshots
 that differ in one file share every folder but the ones above it. The encoding is a line
@@ -40,7 +40,9 @@ def encode_tree(tree: Tree) -> bytes:
     parts = []
     for bname, name in sorted((os.fsencode(n), n) for n in tree):
         e = tree[name]
-        parts.append(b"%s %o %s %d\t%s\0" % (e.kind.encode(), e.mode, e.oid.encode(), e.size, bname))
+        parts.append(
+            b"%s %o %s %d\t%s\0" % (e.kind.encode(), e.mode, e.oid.encode(), e.size, bname)
+        )
     return b"".join(parts)
 
 

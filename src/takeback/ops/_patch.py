@@ -90,7 +90,8 @@ def file_patch(path: str, old: Entry | None, new: Entry | None,
     elif new is None and old is not None:
         out.append(b"deleted file mode %s\n" % _git_mode(old).encode())
     elif old is not None and new is not None and _git_mode(old) != _git_mode(new):
-        out.append(b"old mode %s\nnew mode %s\n" % (_git_mode(old).encode(), _git_mode(new).encode()))
+        modes = (_git_mode(old).encode(), _git_mode(new).encode())
+        out.append(b"old mode %s\nnew mode %s\n" % modes)
     if (old is not None and old.kind == LARGE) or (new is not None and new.kind == LARGE):
         out.append(b"Binary files a/%s and b/%s differ (over the size limit)\n" % (bpath, bpath))
         return b"".join(out)

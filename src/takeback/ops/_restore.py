@@ -23,7 +23,6 @@ from ..model import DIR, LARGE, LINK, Entry, Plan, PlanItem, Tree
 from ..store import Store
 from ._treediff import diff_trees, under
 
-
 _HOLD_BYTES = 256 << 20
 
 
@@ -102,9 +101,9 @@ def apply_plan(store: Store, plan: Plan, *, pre: str | None,
         if on_progress is not None:
             on_progress(done, total)
 
-    def attempt(path: str, fn: Callable[[], object]) -> bool:
+    def attempt(path: str, fn: Callable[..., object], *args: object) -> bool:
         try:
-            fn()
+            fn(*args)
             return True
         except (OSError, PathError):
             failed.append(path)
@@ -114,7 +113,7 @@ def apply_plan(store: Store, plan: Plan, *, pre: str | None,
                 (i.target is None or _kind(i.current) != _kind(i.target))]
     for item in removals:
         if item.current is not None and item.current.kind != DIR:
-            if attempt(item.path, lambda p=item.path: root.remove(p)) and item.target is None:
+            if attempt(item.path, root.remove, item.path) and item.target is None:
                 result.restored.append(item.path)
             tick()
     for item in sorted((i for i in removals if i.current is not None and i.current.kind == DIR),
@@ -134,18 +133,17 @@ def apply_plan(store: Store, plan: Plan, *, pre: str | None,
     dirs = [i for i in plan.items if i.target is not None and i.target.kind == DIR]
     for item in sorted(dirs, key=lambda i: i.path.count("/")):
         if item.current is None or item.current.kind != DIR:
-            if attempt(item.path, lambda p=item.path: root.make_dir(p, 0o700)):
-                pass
+            attempt(item.path, root.make_dir, item.path, 0o700)
     for item in plan.items:
         target = item.target
         if target is None or target.kind == DIR:
             continue
-        if attempt(item.path, lambda p=item.path, t=target: _write(store, root, p, t, blobs)):
+        if attempt(item.path, _write, store, root, item.path, target, blobs):
             result.restored.append(item.path)
         tick()
     for item in sorted(dirs, key=lambda i: i.path.count("/"), reverse=True):
         assert item.target is not None
-        if attempt(item.path, lambda p=item.path, m=item.target.mode: root.chmod_dir(p, m)):
+        if attempt(item.path, root.chmod_dir, item.path, item.target.mode):
             result.restored.append(item.path + "/")
         tick()
 

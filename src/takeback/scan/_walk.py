@@ -1,4 +1,4 @@
-"""Scan layer: walk the workspace into per-folder trees, rehashing only what changed.
+r"""Scan layer: walk the workspace into per-folder trees, rehashing only what changed.
 
 The walk lists every in-scope folder and ``lstat``\\ s every in-scope entry; that is the
 floor of any scan that trusts no watcher. Everything else is skipped when a folder is
@@ -364,7 +364,7 @@ class Scanner:
         old = self._old.get(rel)
         if revisit is not None and rel not in revisit and old is not None:
             self._keep_subtree(rel)
-            return old[_TREE]
+            return str(old[_TREE])
         got = self._list(rel, rules, key, excluded, old)
         prefix = rel + "/" if rel else ""
         children = tuple(
@@ -377,7 +377,7 @@ class Scanner:
                 and old[_LISTING] == got.listing_key:
             self._new[rel] = old
             self._count(old[_FILES], old[_LARGE])
-            return old[_TREE]
+            return str(old[_TREE])
         return self._rebuild(rel, got, names, children, old)
 
     def _rebuild(self, rel: str, got: _Listing, names: tuple[str, ...],
@@ -398,7 +398,8 @@ class Scanner:
         racy = False
         files = 0
         for name, st in got.kept:
-            sig = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            sig: tuple[int, ...] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                    st.st_ino)
             cached = detail.get(name)
             entry: Entry | None
             if cached is not None and cached[0] == sig:
@@ -498,7 +499,8 @@ class Scanner:
     def _read_entry(self, rel: str, st: os.stat_result) -> tuple[Entry, tuple[int, ...]] | None:
         """Hash (and store) a file or symlink; None if it vanished."""
         path = os.path.join(self.root, rel)
-        sig = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        sig: tuple[int, ...] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                st.st_ino)
         if stat.S_ISLNK(st.st_mode):
             try:
                 target = os.fsencode(os.readlink(path))

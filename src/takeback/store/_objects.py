@@ -95,7 +95,8 @@ class ObjectStore:
         else:
             row = self.conn.execute("SELECT data FROM objects WHERE oid=?", (oid,)).fetchone()
             if row is None:
-                raise StoreCorruptError(f"store object {oid[:12]} is missing", path=self.path, expected=oid)
+                raise StoreCorruptError(f"store object {oid[:12]} is missing", path=self.path,
+                                        expected=oid)
             packed = row[0]
         try:
             data = self._dctx.decompress(packed)
