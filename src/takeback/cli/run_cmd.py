@@ -7,8 +7,6 @@ prints a warning.
 from __future__ import annotations
 
 import argparse
-import shlex
-import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(ctx: Ctx) -> int:
     """Run the command between two snapshots and return its status."""
+    import shlex
+    import subprocess
+
     from ..errors import UsageError
 
     cmd = list(ctx.args.cmd)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterator
 
 from ..model import DIR, LARGE, LINK, Entry
@@ -30,6 +29,8 @@ def line_counts(old: bytes | None, new: bytes | None) -> tuple[int, int]:
     a, b = old or b"", new or b""
     if is_binary(a) or is_binary(b):
         return 0, 0
+    import difflib
+
     la, lb = _lines(a), _lines(b)
     added = removed = 0
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes():
@@ -41,6 +42,8 @@ def line_counts(old: bytes | None, new: bytes | None) -> tuple[int, int]:
 
 
 def _hunks(a: list[bytes], b: list[bytes]) -> Iterator[bytes]:
+    import difflib
+
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     for group in matcher.get_grouped_opcodes(3):
         i1, i2 = group[0][1], group[-1][2]

@@ -10,8 +10,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections import OrderedDict
-
-import zstandard
+from typing import Any
 
 from ..errors import StoreCorruptError
 from ..model import Tree, decode_tree
@@ -37,8 +36,10 @@ class ObjectStore:
         self.conn = conn
         self.path = path
         conn.executescript(_SCHEMA)
-        self._cctx = zstandard.ZstdCompressor(level=3)
-        self._dctx = zstandard.ZstdDecompressor()
+        # zstandard loads on first use: an unchanged snapshot neither writes nor reads an
+        # object, and start-up time is paid on every hook call.
+        self._cctx: Any = None
+        self._dctx: Any = None
         self._pending: dict[str, tuple[str, int, bytes]] = {}
         self._pending_bytes = 0
         self._trees: OrderedDict[str, Tree] = OrderedDict()
@@ -58,6 +59,10 @@ class ObjectStore:
             oid = hashlib.sha256(data).hexdigest()
         if self.has(oid):
             return oid
+        if self._cctx is None:
+            import zstandard
+
+            self._cctx = zstandard.ZstdCompressor(level=3)
         packed = self._cctx.compress(data)
         self._pending[oid] = (kind, len(data), packed)
         self._pending_bytes += len(packed)
@@ -98,6 +103,10 @@ class ObjectStore:
                 raise StoreCorruptError(f"store object {oid[:12]} is missing", path=self.path,
                                         expected=oid)
             packed = row[0]
+        import zstandard
+
+        if self._dctx is None:
+            self._dctx = zstandard.ZstdDecompressor()
         try:
             data = self._dctx.decompress(packed)
         except zstandard.ZstdError as e:
