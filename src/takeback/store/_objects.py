@@ -108,7 +108,7 @@ class ObjectStore:
         if self._dctx is None:
             self._dctx = zstandard.ZstdDecompressor()
         try:
-            data = self._dctx.decompress(packed)
+            data: bytes = self._dctx.decompress(packed)
         except zstandard.ZstdError as e:
             raise StoreCorruptError(
                 f"store object {oid[:12]} is damaged: {e}", path=self.path, expected=oid
