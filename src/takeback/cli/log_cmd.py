@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import TYPE_CHECKING
 
 from ._render import sid, when
@@ -25,8 +26,8 @@ def run(ctx: Ctx) -> int:
     session = None if ctx.args.all else ctx.session
     snaps = ws.log(session, limit=ctx.args.limit)
     if ctx.json:
-        print_json = [s.to_json() for s in snaps]
-        ctx.emit_json({"snapshots": print_json})
+        # The spec makes this one a bare list of snapshot objects (no schema wrapper).
+        print(json.dumps([s.to_json() for s in snaps], indent=2, sort_keys=True))
         return 0
     for s in snaps:
         where = []
