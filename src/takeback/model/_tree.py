@@ -1,14 +1,15 @@
-r"""Model layer: the entries of one folder and their canonical encoding.
+"""Model layer: the entries of one folder and their canonical encoding.
 
 A tree is one folder's listing, stored as its own object (like git's), so two snapshots
-that differ in one file share every folder but the ones above it. The encoding is a line
-per entry, sorted by the name's bytes::
+that differ in one file share every folder but the ones above it. The encoding has one
+record per entry, sorted by the name's bytes: ``<kind> <mode octal> <size> <name>``, a
+NUL byte, then the 32 bytes of the object's SHA-256 (binary, as git stores its ids: half
+the size of hex, which matters because every snapshot after a change stores the trees
+above it again).
 
-    <kind> <mode octal> <oid> <size>\\t<name>\\0
-
-kind is ``f`` (a kept file; oid names its blob), ``l`` (a symlink; oid names a blob holding
-the target), ``d`` (a folder; oid names its tree) or ``x`` (a file over the size limit,
-counted but not kept; oid is empty).
+kind is ``f`` (a kept file; the id names its blob), ``l`` (a symlink; a blob holding the
+target), ``d`` (a folder; its tree) or ``x`` (a file over the size limit, counted but not
+kept; the id is all zeros).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ FILE = "f"
 LINK = "l"
 DIR = "d"
 LARGE = "x"
+_NO_ID = bytes(32)
 
 
 class Entry(NamedTuple):
@@ -40,9 +42,8 @@ def encode_tree(tree: Tree) -> bytes:
     parts = []
     for bname, name in sorted((os.fsencode(n), n) for n in tree):
         e = tree[name]
-        parts.append(
-            b"%s %o %s %d\t%s\0" % (e.kind.encode(), e.mode, e.oid.encode(), e.size, bname)
-        )
+        parts.append(b"%s %o %d %s\0" % (e.kind.encode(), e.mode, e.size, bname))
+        parts.append(bytes.fromhex(e.oid) if e.oid else _NO_ID)
     return b"".join(parts)
 
 
@@ -53,14 +54,16 @@ def decode_tree(data: bytes) -> Tree:
         ValueError: the bytes are not a tree.
     """
     tree: Tree = {}
-    if not data:
-        return tree
-    if not data.endswith(b"\0"):
-        raise ValueError("tree does not end with NUL")
-    for record in data[:-1].split(b"\0"):
-        head, _, bname = record.partition(b"\t")
-        kind, mode, oid, size = head.split(b" ")
-        tree[os.fsdecode(bname)] = Entry(kind.decode(), int(mode, 8), oid.decode(), int(size))
+    pos, end = 0, len(data)
+    while pos < end:
+        nul = data.index(b"\0", pos)
+        kind, mode, size, bname = data[pos:nul].split(b" ", 3)
+        raw = data[nul + 1:nul + 33]
+        if len(raw) != 32:
+            raise ValueError("tree record is cut short")
+        oid = "" if raw == _NO_ID else raw.hex()
+        tree[os.fsdecode(bname)] = Entry(kind.decode(), int(mode, 8), oid, int(size))
+        pos = nul + 33
     return tree
 
 

@@ -40,7 +40,7 @@ from ._ignore import IgnoreRules
 GRANULARITY_NS = 1_000_000_000
 #: How many skipped (too large) files a snapshot names.
 SKIPPED_NAMED = 20
-CACHE_KEY = "dirs-v2"
+CACHE_KEY = "dirs-v3"
 
 #: What the cache keeps of one folder (a plain tuple: marshal stores it fast):
 #: listing key, names left out, ignored folders holding tracked files, stat key, subfolder
@@ -403,7 +403,8 @@ class Scanner:
             cached = detail.get(name)
             entry: Entry | None
             if cached is not None and cached[0] == sig:
-                entry = Entry(*cached[1])
+                kind, mode, raw, size = cached[1]
+                entry = Entry(kind, mode, raw.hex(), size)
             else:
                 found = self._read_entry(prefix + name, st)
                 if found is None:
@@ -415,7 +416,8 @@ class Scanner:
             else:
                 saved = sig
             tree[name] = entry
-            new_detail[name] = (saved, tuple(entry))
+            new_detail[name] = (saved, (entry.kind, entry.mode, bytes.fromhex(entry.oid),
+                                        entry.size))
             if entry.kind == LARGE:
                 large.append(prefix + name)
             else:
