@@ -7,9 +7,10 @@ exception into an exit code (the code each error class carries).
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ._app import build_parser, run
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,6 +29,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = entry(args)
         if code is not None:
             return code
+    # Imported here: `--version` and hook calls never pay for the parser and its commands.
+    from ._app import build_parser, run
+
     return run(build_parser(), args)
 
 

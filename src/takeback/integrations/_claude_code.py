@@ -1,0 +1,647 @@
+"""Integrations layer: Claude Code's hooks, mapped onto sessions, turns, touches and steps.
+
+Two halves:
+
+- The entry point behind ``takeback hook claude-code``: one JSON payload on stdin per
+  call. ``UserPromptSubmit`` begins a turn; ``PreToolUse`` of a file tool (Write, Edit,
+  MultiEdit, NotebookEdit) touches the file it names; ``PreToolUse`` of Bash begins a
+  command step (a snapshot before it) and ``PostToolUse`` of Bash finishes it (a snapshot
+  after it; what it changed joins the turn); ``Stop`` ends the turn. Claude Code's
+  session id is takeback's session.
+- The settings merge behind ``takeback hooks install|uninstall claude-code``: takeback's
+  handlers are added to (or taken out of) a settings file, leaving every other key and
+  handler as it was, and never adding one of its own twice.
+
+Hooks fail open: :func:`run` never raises. Whatever goes wrong is written to
+``hook.log`` in the store, and the command exits 0 with nothing on stdout, because
+Claude Code reads stdout (and exit code 2) as decisions.
+
+A Bash step begins in one process (the ``PreToolUse`` call) and ends in another (the
+``PostToolUse`` call): the step's number is kept between the two in a small file under
+``<store>/claude-code/pending/``, one per tool call, claimed by an atomic rename so that
+two processes never finish the same step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import TakebackError, UsageError
+
+if TYPE_CHECKING:
+    from .. import Session, Step, Turn, Workspace
+
+AGENT = "claude-code"
+
+#: file tools -> the key of ``tool_input`` that names the file they write
+FILE_TOOLS: dict[str, str] = {
+    "Write": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path",
+}
+#: tools whose effects are found by snapshots around them
+COMMAND_TOOLS = frozenset({"Bash"})
+
+LABEL_MAX = 200
+LOG_NAME = "hook.log"
+LOG_MAX_BYTES = 1 << 20
+PENDING_DIR = os.path.join("claude-code", "pending")
+
+#: the events takeback installs, and their matchers (None: the event takes none). Only
+#: events every Claude Code release knows: an unknown event name makes Claude Code skip
+#: the whole settings file. PostToolUseFailure and SessionEnd are handled if a person
+#: adds them, and pending command steps are finished at the next Stop or prompt anyway.
+HOOK_SPECS: tuple[tuple[str, str | None], ...] = (
+    ("UserPromptSubmit", None),
+    ("PreToolUse", "|".join([*FILE_TOOLS, *sorted(COMMAND_TOOLS)])),
+    ("PostToolUse", "|".join(sorted(COMMAND_TOOLS))),
+    ("Stop", None),
+)
+
+_OURS = re.compile(
+    r"(?:^|[\s/\\'\"])takeback(?:\.exe)?['\"]?\s(?:.*\s)?hook\s+claude-code(?:\s|['\"]|$)"
+)
+
+
+# -- payloads --------------------------------------------------------------------------
+
+
+class Payload:
+    """The fields of one hook call that takeback reads (the rest is ignored).
+
+    A plain class, not a dataclass: the hook's start-up is kept free of ``dataclasses``.
+    """
+
+    __slots__ = ("cwd", "event", "prompt", "session_id", "tool_input", "tool_name",
+                 "tool_use_id")
+
+    def __init__(self, *, event: str, session_id: str, cwd: str | None = None,
+                 tool_name: str | None = None, tool_input: dict[str, Any] | None = None,
+                 tool_use_id: str | None = None, prompt: str | None = None) -> None:
+        self.event = event
+        self.session_id = session_id
+        self.cwd = cwd
+        self.tool_name = tool_name
+        self.tool_input: dict[str, Any] = tool_input if tool_input is not None else {}
+        self.tool_use_id = tool_use_id
+        self.prompt = prompt
+
+
+def _field(doc: dict[str, Any], key: str, *, required: bool = False) -> str | None:
+    value = doc.get(key)
+    if value is None:
+        if required:
+            raise UsageError(f"hook payload has no {key!r}")
+        return None
+    if not isinstance(value, str) or (required and not value):
+        raise UsageError(f"hook payload field {key!r} is not a non-empty string")
+    return value
+
+
+def parse_payload(raw: bytes) -> Payload:
+    """Return the payload of one hook call.
+
+    Args:
+        raw: the bytes read from stdin.
+
+    Raises:
+        UsageError: empty, not JSON, not an object, or a field of the wrong type.
+
+    """
+    if not raw.strip():
+        raise UsageError("empty hook payload on stdin")
+    try:
+        doc = json.loads(raw)
+    except ValueError as e:
+        raise UsageError(f"hook payload is not JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise UsageError("hook payload is not a JSON object")
+    tool_input = doc.get("tool_input")
+    if tool_input is None:
+        tool_input = {}
+    elif not isinstance(tool_input, dict):
+        raise UsageError("hook payload field 'tool_input' is not an object")
+    return Payload(
+        event=_field(doc, "hook_event_name", required=True) or "",
+        session_id=_field(doc, "session_id", required=True) or "",
+        cwd=_field(doc, "cwd"),
+        tool_name=_field(doc, "tool_name"),
+        tool_input=tool_input,
+        tool_use_id=_field(doc, "tool_use_id"),
+        prompt=_field(doc, "prompt"),
+    )
+
+
+def _label(text: str | None) -> str:
+    return (text or "").strip()[:LABEL_MAX]
+
+
+def choose_root(payload: Payload | None, root: str | None, env: Mapping[str, str]) -> str:
+    """Return the workspace root: ``--root``, else ``$CLAUDE_PROJECT_DIR``, else the cwd.
+
+    Raises:
+        UsageError: none of the three is known.
+
+    """
+    if root:
+        return root
+    project = env.get("CLAUDE_PROJECT_DIR")
+    if project:
+        return project
+    if payload is not None and payload.cwd:
+        return payload.cwd
+    raise UsageError("no workspace root: the payload has no 'cwd' and CLAUDE_PROJECT_DIR is unset")
+
+
+# -- the mapping -----------------------------------------------------------------------
+
+
+class _Pending:
+    """The command steps begun by a ``PreToolUse`` call and not yet finished."""
+
+    def __init__(self, store_path: str, session: str) -> None:
+        self.dir = os.path.join(store_path, PENDING_DIR, _key(session))
+
+    def put(self, tool_use_id: str | None, record: dict[str, Any]) -> None:
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        final = os.path.join(self.dir, _key(tool_use_id or "-") + ".json")
+        tmp = f"{final}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f)
+        os.replace(tmp, final)
+
+    def claim(self, tool_use_id: str | None) -> dict[str, Any] | None:
+        return self._claim(os.path.join(self.dir, _key(tool_use_id or "-") + ".json"))
+
+    def claim_all(self) -> list[dict[str, Any]]:
+        try:
+            names = sorted(n for n in os.listdir(self.dir) if n.endswith(".json"))
+        except FileNotFoundError:
+            return []
+        found = [self._claim(os.path.join(self.dir, n)) for n in names]
+        return sorted((r for r in found if r is not None), key=lambda r: int(r.get("step", 0)))
+
+    @staticmethod
+    def _claim(path: str) -> dict[str, Any] | None:
+        # The rename is the claim: of two processes finishing one step, one wins.
+        mine = f"{path}.{os.getpid()}.claimed"
+        try:
+            os.rename(path, mine)
+        except FileNotFoundError:
+            return None
+        try:
+            with open(mine, encoding="utf-8") as f:
+                record = json.load(f)
+        finally:
+            os.unlink(mine)
+        return record if isinstance(record, dict) else None
+
+
+def _key(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _open_turn(session: Session) -> Turn:
+    return session.current_turn() or session.turn()
+
+
+def _resume_step(session: Session, record: dict[str, Any]) -> Step | None:
+    """Return the open command step a record names, as an object that can finish it."""
+    from .. import Step
+
+    n = int(record["step"])
+    info = next((s for s in session.steps() if s.n == n), None)
+    if info is None or info.after is not None or info.exit_code is not None:
+        return None
+    tool_use_id = record.get("tool_use_id")
+    step = Step(session, info.turn, label=info.label,
+                tool_call_ids=[tool_use_id] if isinstance(tool_use_id, str) else [],
+                command=True)
+    step.n = n
+    if info.before is not None:
+        step.before = session.workspace.resolve(info.before, session=session.name).snapshot
+    # The public API cannot reopen a step that another process began (every hook call is
+    # a process of its own), so the flag that Step.begin() sets is set here. See the
+    # report: a public ``Session.resume_step(n)`` would remove this.
+    step._open = True
+    return step
+
+
+def _finish_pending(session: Session, pending: _Pending) -> list[int]:
+    done = []
+    for record in pending.claim_all():
+        step = _resume_step(session, record)
+        if step is not None:
+            step.finish()
+            done.append(step.n)
+    return done
+
+
+def handle(payload: Payload, ws: Workspace, *, session: str | None = None) -> str:
+    """Record one hook call; return what was done (for the debug log).
+
+    Args:
+        payload: the parsed hook payload.
+        ws: the workspace (its root is the project's).
+        session: the session's name (default: the payload's ``session_id``).
+
+    Raises:
+        UsageError: a field the event needs is missing.
+        PathError: a file tool names a path outside the root.
+        TakebackError: the store cannot be used.
+
+    """
+    event, tool = payload.event, payload.tool_name or ""
+    name = session or payload.session_id
+    if event == "PreToolUse" and tool in FILE_TOOLS:
+        key = FILE_TOOLS[tool]
+        path = payload.tool_input.get(key)
+        if not isinstance(path, str) or not path:
+            raise UsageError(f"{tool} payload has no tool_input.{key}")
+        # Refused before anything is recorded: a path outside the root is never kept.
+        rel = ws.rel(path, base=payload.cwd or ws.root)
+        turn = _open_turn(ws.session(name))
+        kept = turn.touch(rel, tool_call_id=payload.tool_use_id)
+        return f"turn {turn.n}: {'touched' if kept else 'already touched or out of scope'} {rel}"
+    if event == "PreToolUse" and tool in COMMAND_TOOLS:
+        command = payload.tool_input.get("command")
+        label = _label(command if isinstance(command, str) else tool) or tool
+        turn = _open_turn(ws.session(name))
+        step = turn.command(label, tool_call_id=payload.tool_use_id).begin()
+        if step.n == 0:
+            return "the session could not be started: the command runs unrecorded"
+        _Pending(ws.store_path, name).put(payload.tool_use_id, {
+            "step": step.n, "turn": turn.n, "tool_use_id": payload.tool_use_id,
+            "at": time.time(),
+        })
+        return f"turn {turn.n}: step {step.n} begun"
+    if event in ("PostToolUse", "PostToolUseFailure") and tool in COMMAND_TOOLS:
+        record = _Pending(ws.store_path, name).claim(payload.tool_use_id)
+        if record is None:
+            return "no command step was begun for this tool call"
+        step_obj = _resume_step(ws.session(name), record)
+        if step_obj is None:
+            return f"step {record.get('step')} was already finished"
+        step_obj.finish()
+        return f"step {step_obj.n} finished: {len(step_obj.changed)} path(s) changed"
+    if event == "UserPromptSubmit":
+        s = ws.session(name)
+        finished = _finish_pending(s, _Pending(ws.store_path, name))
+        turn = s.turn(label=_label(payload.prompt))
+        return f"turn {turn.n} begun" + (f" (finished steps {finished})" if finished else "")
+    if event in ("Stop", "SessionEnd"):
+        if not ws.has_store():
+            return "no store: nothing to end"
+        s = ws.session(name)
+        finished = _finish_pending(s, _Pending(ws.store_path, name))
+        current = s.current_turn()
+        if current is None:
+            return "no open turn"
+        changes = current.end()
+        return f"turn {current.n} ended: {len(changes)} file(s) changed" + (
+            f" (finished steps {finished})" if finished else "")
+    return "ignored"
+
+
+# -- running one hook call -------------------------------------------------------------
+
+
+class HookCall:
+    """What one ``takeback hook`` process was given (``problems``: what could not be read)."""
+
+    def __init__(self, *, agent: str = AGENT, root: str | None = None,
+                 store: str | None = None, session: str | None = None,
+                 max_file_bytes: int | None = None) -> None:
+        self.agent = agent
+        self.root = root
+        self.store = store
+        self.session = session
+        self.max_file_bytes = max_file_bytes
+        self.problems: list[str] = []
+
+
+def _make_workspace(root: str, store: str | None, max_file_bytes: int | None) -> Workspace:
+    from .. import Workspace
+
+    if max_file_bytes is not None:
+        return Workspace(root, store=store, max_file_bytes=max_file_bytes)
+    return Workspace(root, store=store)
+
+
+def run(raw: bytes, call: HookCall, env: Mapping[str, str]) -> str | None:
+    """Handle one hook call and return what was done; never raises.
+
+    Failures (a bad payload, a missing or damaged store, a full disk) are written to
+    ``hook.log`` in the store; when even that fails, they are dropped.
+
+    Args:
+        raw: the payload bytes from stdin.
+        call: the options given on the command line.
+        env: the environment (``TAKEBACK_STORE``, ``CLAUDE_PROJECT_DIR``).
+
+    """
+    started = time.perf_counter()
+    payload: Payload | None = None
+    ws: Workspace | None = None
+    store = call.store or env.get("TAKEBACK_STORE") or None
+    try:
+        if call.problems:
+            raise UsageError("; ".join(call.problems))
+        if call.agent != AGENT:
+            raise UsageError(f"unknown agent {call.agent!r}: takeback knows {AGENT!r}")
+        payload = parse_payload(raw)
+        ws = _make_workspace(choose_root(payload, call.root, env), store, call.max_file_bytes)
+        log_dir = ws.store_path
+        ws.on_event(lambda ev: _log_event(log_dir, payload, ev))
+        done = handle(payload, ws, session=call.session)
+        if env.get("TAKEBACK_HOOK_DEBUG"):
+            ms = (time.perf_counter() - started) * 1000
+            _append_log(ws.store_path, _line(payload, f"ok in {ms:.0f} ms: {done}"))
+        return done
+    except BaseException as e:  # noqa: BLE001 - a hook fails open, whatever went wrong
+        try:
+            where = ws.store_path if ws is not None else _fallback_log_dir(call, store, payload,
+                                                                           env)
+            _append_log(where, _line(payload, _describe(e)))
+        except BaseException:  # noqa: BLE001, S110 - nowhere left to say it
+            pass
+        return None
+    finally:
+        if ws is not None:
+            try:
+                ws.close()
+            except BaseException:  # noqa: BLE001, S110 - the call is over either way
+                pass
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, TakebackError):
+        return f"{type(e).__name__}: {e.message}"
+    import traceback
+
+    tb = "".join(traceback.format_exception(e)).rstrip()
+    return f"{type(e).__name__}: {e}\n" + "\n".join(f"    {line}" for line in tb.splitlines())
+
+
+def _line(payload: Payload | None, text: str) -> str:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
+    event = payload.event if payload else "-"
+    tool = f" {payload.tool_name}" if payload and payload.tool_name else ""
+    sid = payload.session_id if payload else "-"
+    return f"{stamp} {AGENT} {event}{tool} session={sid}: {text}\n"
+
+
+def _log_event(log_dir: str, payload: Payload | None, event: dict[str, Any]) -> None:
+    if event.get("event") == "snapshot.failed":
+        _append_log(log_dir, _line(payload, f"snapshot failed: {event.get('reason')}"))
+
+
+def _fallback_log_dir(call: HookCall, store: str | None, payload: Payload | None,
+                      env: Mapping[str, str]) -> str:
+    """Where to log when no workspace could be made: the store it would have used."""
+    if store:
+        return store
+    try:
+        root = choose_root(payload, call.root, env)
+    except UsageError:
+        root = os.getcwd()
+    try:
+        return _make_workspace(root, None, None).store_path
+    except TakebackError:
+        import platformdirs
+
+        return platformdirs.user_data_dir("takeback", appauthor=False)
+
+
+def _append_log(folder: str, text: str) -> None:
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    path = os.path.join(folder, LOG_NAME)
+    try:
+        if os.path.getsize(path) > LOG_MAX_BYTES:
+            os.replace(path, path + ".1")
+    except OSError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8", errors="replace") as f:
+        f.write(text)
+
+
+# -- settings --------------------------------------------------------------------------
+
+
+class SettingsChange:
+    """What installing or uninstalling did to one settings file."""
+
+    def __init__(self, path: str, added: list[str] | None = None,
+                 removed: list[str] | None = None, *, created: bool = False) -> None:
+        self.path = path
+        self.added = added or []
+        self.removed = removed or []
+        self.created = created
+
+    @property
+    def changed(self) -> bool:
+        """Whether the file was written."""
+        return bool(self.added or self.removed)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable machine form (``--json``)."""
+        return {"settings": self.path, "changed": self.changed, "created": self.created,
+                "added": self.added, "removed": self.removed}
+
+
+def default_command(env: Mapping[str, str]) -> str:
+    """Return the command the hooks run: ``takeback`` when it is on PATH, else this Python's."""
+    import shlex
+    import shutil
+    import sys
+
+    if shutil.which("takeback", path=env.get("PATH")):
+        return f"takeback hook {AGENT}"
+    return f"{shlex.quote(sys.executable)} -m takeback hook {AGENT}"
+
+
+def settings_path(scope: str, root: str, env: Mapping[str, str]) -> str:
+    """Return the settings file of a scope: ``project``, ``local`` or ``user``."""
+    if scope == "user":
+        base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+        return os.path.join(base, "settings.json")
+    name = "settings.local.json" if scope == "local" else "settings.json"
+    return os.path.join(root, ".claude", name)
+
+
+def is_ours(handler: object) -> bool:
+    """Return whether a hook handler is one that takeback installed."""
+    if not isinstance(handler, dict):
+        return False
+    command = handler.get("command")
+    return isinstance(command, str) and _OURS.search(command) is not None
+
+
+def _matcher(group: dict[str, Any]) -> str | None:
+    m = group.get("matcher")
+    return m if isinstance(m, str) and m else None
+
+
+def _say(event: str, matcher: str | None, command: str) -> str:
+    return f"{event}{f' [{matcher}]' if matcher else ''}: {command}"
+
+
+def merge_hooks(settings: dict[str, Any], command: str | None
+                ) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Return settings with takeback's handlers in place, and what was added and removed.
+
+    Every other key, group and handler is kept as it was. One handler of takeback's per
+    event is kept when it already has the right matcher and command; any other of its
+    handlers (a stale command or matcher, a duplicate) is removed.
+
+    Args:
+        settings: the parsed settings file.
+        command: the command to install; None takes takeback's handlers out.
+
+    Raises:
+        UsageError: ``hooks`` or one of its events has a shape Claude Code would refuse.
+
+    """
+    import copy
+
+    data = copy.deepcopy(settings)
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise UsageError("the settings' 'hooks' is not an object; fix it by hand first")
+    wanted = dict(HOOK_SPECS) if command is not None else {}
+    added: list[str] = []
+    removed: list[str] = []
+    for event in [*hooks, *(e for e in wanted if e not in hooks)]:
+        groups = hooks.get(event, [])
+        if not isinstance(groups, list):
+            raise UsageError(f"the settings' hooks.{event} is not a list; fix it by hand first")
+        kept = False
+        out: list[Any] = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(group, dict) or not isinstance(handlers, list):
+                out.append(group)
+                continue
+            mine = [h for h in handlers if is_ours(h)]
+            if not mine:
+                out.append(group)
+                continue
+            left = []
+            for h in handlers:
+                if not is_ours(h):
+                    left.append(h)
+                elif (not kept and event in wanted and _matcher(group) == wanted[event]
+                      and h.get("type") == "command" and h.get("command") == command):
+                    kept = True
+                    left.append(h)
+                else:
+                    removed.append(_say(event, _matcher(group), str(h.get("command"))))
+            if left:
+                out.append({**group, "hooks": left})
+        if event in wanted and not kept and command is not None:
+            matcher = wanted[event]
+            group_new: dict[str, Any] = {"matcher": matcher} if matcher else {}
+            group_new["hooks"] = [{"type": "command", "command": command}]
+            out.append(group_new)
+            added.append(_say(event, matcher, command))
+        if out or (event in hooks and not groups):
+            hooks[event] = out
+        else:
+            hooks.pop(event, None)
+    if hooks or ("hooks" in settings and not settings["hooks"]):
+        data["hooks"] = hooks
+    else:
+        data.pop("hooks", None)
+    return data, added, removed
+
+
+def load_settings(path: str) -> dict[str, Any]:
+    """Return a settings file's object ({} when the file does not exist or is empty).
+
+    Raises:
+        UsageError: the file is not a JSON object (it is left as it is).
+
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return {}
+    if not text.strip():
+        return {}
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise UsageError(f"{path} is not valid JSON ({e}); nothing was changed") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path} does not hold a JSON object; nothing was changed")
+    return doc
+
+
+def _write_settings(path: str, data: dict[str, Any]) -> None:
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o644
+    tmp = f"{path}.takeback-{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def install(path: str, command: str) -> SettingsChange:
+    """Put takeback's hooks into a settings file (made if missing).
+
+    Raises:
+        UsageError: the file exists and is not a settings object.
+        OSError: it cannot be written.
+
+    """
+    existed = os.path.exists(path)
+    data, added, removed = merge_hooks(load_settings(path), command)
+    change = SettingsChange(path, added, removed, created=not existed)
+    if change.changed:
+        _write_settings(path, data)
+    else:
+        change.created = False
+    return change
+
+
+def uninstall(path: str) -> SettingsChange:
+    """Take takeback's hooks out of a settings file, and nothing else.
+
+    Raises:
+        UsageError: the file exists and is not a settings object.
+        OSError: it cannot be written.
+
+    """
+    if not os.path.exists(path):
+        return SettingsChange(path)
+    data, _added, removed = merge_hooks(load_settings(path), None)
+    change = SettingsChange(path, [], removed)
+    if change.changed:
+        _write_settings(path, data)
+    return change

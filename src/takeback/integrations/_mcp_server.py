@@ -1,0 +1,401 @@
+"""Integrations layer: the MCP server behind ``takeback mcp``: takeback's operations as tools.
+
+Served over stdio with the official ``mcp`` SDK, which this module imports (about a
+second): only ``takeback mcp`` loads it. Tools return structured results (the same keys
+as the command line's ``--json``); a takeback error is a tool error whose text is the
+command line's message and whose structured content is the command line's ``--json``
+error document. Nothing but the protocol goes to stdout (the SDK moves the process's
+own stdout to stderr while it serves).
+
+Each call opens the workspace afresh and calls are taken one at a time: the SDK runs
+tools in worker threads, and a store connection belongs to the thread that opened it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ParamSpec, cast
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+from .. import __version__
+from ..errors import ConflictError, RestoreError, TakebackError, UsageError
+
+if TYPE_CHECKING:
+    from .. import PlanItem, Session, Workspace
+
+P = ParamSpec("P")
+
+#: a diff's patch is cut here (an agent's context is not the place for a huge patch)
+MAX_PATCH_CHARS = 200_000
+
+INSTRUCTIONS = """\
+takeback records what happens to this workspace (sessions, turns, steps, snapshots) and
+takes any part of it back. Call `checkpoint` before a risky change; `history` lists
+sessions, turns and steps; `changes` and `diff` show what changed; `undo_file`,
+`undo_turn`, `redo` and `rewind` take changes back (every one of them takes a snapshot
+first, so it can itself be taken back). Refs: a snapshot id (or a prefix of 4+ hex
+digits), `start` (the session's baseline), a step number `N` (the state before step N),
+or `turn:N` (the state before turn N). `rewind` only plans unless `dry_run` is false.
+Without `session`, a tool uses the server's session, or else the newest one."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Where the server works: the workspace, its store, and the session by default."""
+
+    root: str
+    store: str | None = None
+    session: str | None = None
+    max_file_bytes: int | None = None
+
+
+def _error_result(e: BaseException) -> CallToolResult:
+    if isinstance(e, TakebackError):
+        doc: dict[str, Any] = {"error": type(e).__name__, "message": e.message,
+                               "exit_code": e.exit_code}
+        if isinstance(e, ConflictError):
+            doc["conflicts"] = e.conflicts
+        if isinstance(e, RestoreError):
+            doc.update(restored=e.restored, failed=e.failed, undo_id=e.undo_id)
+        message = e.message
+    else:
+        assert isinstance(e, OSError)
+        message = f"{e.strerror or e}: {e.filename or ''}".rstrip(": ")
+        doc = {"error": type(e).__name__, "message": message, "exit_code": 1}
+    return CallToolResult(content=[TextContent(type="text", text=message)],
+                          structured_content=doc, is_error=True)
+
+
+def _tool_errors(fn: Callable[P, dict[str, Any]]) -> Callable[P, dict[str, Any]]:
+    """Turn takeback's errors (and OS errors) into tool errors with the CLI's messages.
+
+    The SDK passes a ``CallToolResult`` returned by a tool through unchanged, so the text
+    is exactly the message, without the SDK's ``Error executing tool`` prefix.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
+        try:
+            return fn(*args, **kwargs)
+        except (TakebackError, OSError) as e:
+            return cast(dict[str, Any], _error_result(e))
+
+    return wrapper
+
+
+class _Tools:
+    """The operations, each on a workspace opened for the call."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def workspace(self) -> Iterator[Workspace]:
+        from .. import Workspace
+
+        with self._lock:
+            kwargs: dict[str, Any] = {"store": self.config.store}
+            if self.config.max_file_bytes is not None:
+                kwargs["max_file_bytes"] = self.config.max_file_bytes
+            ws = Workspace(self.config.root, **kwargs)
+            try:
+                yield ws
+            finally:
+                ws.close()
+
+    def session(self, ws: Workspace, name: str | None) -> Session:
+        if name:
+            return ws.session(name)
+        if self.config.session:
+            return ws.session(self.config.session)
+        if ws.has_store():
+            sessions = ws.sessions()
+            if sessions:
+                return ws.session(sessions[0].name)
+        from .. import DEFAULT_SESSION
+
+        return ws.session(DEFAULT_SESSION)
+
+    @staticmethod
+    def rel_paths(ws: Workspace, paths: list[str] | None) -> list[str] | None:
+        if not paths:
+            return None
+        return [ws.rel(p) for p in paths]
+
+    # -- the tools -------------------------------------------------------------------
+
+    def checkpoint(self, label: str, session: str | None) -> dict[str, Any]:
+        with self.workspace() as ws:
+            s = self.session(ws, session)
+            failed: list[str] = []
+            ws.on_event(lambda ev: failed.append(str(ev.get("reason")))
+                        if ev.get("event") == "snapshot.failed" else None)
+            turn = s.current_turn()
+            text = label or "checkpoint"
+            step = turn.step(label=text) if turn is not None else s.step(label=text)
+            step.begin()
+            step.finish()
+            if step.before is None:
+                raise TakebackError("snapshot failed: " + ("; ".join(failed) or "unknown"))
+            snap = step.before
+            return {"session": s.name, "step": step.n, "turn": step.turn, "id": snap.id,
+                    "label": text, "files": snap.files, "skipped_count": snap.skipped_count,
+                    "duration_ms": snap.duration_ms, "ref": str(step.n)}
+
+    def history(self, session: str | None, limit: int) -> dict[str, Any]:
+        limit = max(1, limit)
+        with self.workspace() as ws:
+            sessions = ws.sessions()
+            s = self.session(ws, session)
+            turns = s.turns()
+            steps = s.steps()
+            snaps = ws.log(s.name, limit=limit)
+            return {
+                "root": ws.root,
+                "session": s.name,
+                "sessions": [{"name": i.name, "baseline": i.baseline,
+                              "created_at": i.created_at} for i in sessions],
+                "turns": [{"n": t.n, "label": t.label, "state": t.state, "before": t.before,
+                           "files": len(t.changes), "added": sum(c.added for c in t.changes),
+                           "removed": sum(c.removed for c in t.changes)}
+                          for t in turns[-limit:]],
+                "total_turns": len(turns),
+                "steps": [{"n": st.n, "turn": st.turn, "label": st.label, "before": st.before,
+                           "after": st.after, "exit_code": st.exit_code}
+                          for st in steps[-limit:]],
+                "total_steps": len(steps),
+                "snapshots": [i.to_json() for i in snaps],
+            }
+
+    def changes(self, turn: int | None, session: str | None) -> dict[str, Any]:
+        with self.workspace() as ws:
+            s = self.session(ws, session)
+            changes = s.changes(turn)
+            n = turn if turn is not None else [t for t in s.turns() if t.state != "open"][-1].n
+            return {"session": s.name, "turn": n, "files": len(changes),
+                    "added": sum(c.added for c in changes),
+                    "removed": sum(c.removed for c in changes),
+                    "changes": [c.to_json() for c in changes]}
+
+    def diff(self, from_ref: str | None, to_ref: str | None, paths: list[str] | None,
+             stat_only: bool, session: str | None) -> dict[str, Any]:
+        with self.workspace() as ws:
+            s = self.session(ws, session)
+            result = ws.diff(from_ref, to_ref, paths=self.rel_paths(ws, paths), session=s.name,
+                             patch=not stat_only)
+            patch = result.patch.decode("utf-8", "replace")
+            truncated = len(patch) > MAX_PATCH_CHARS
+            return {"session": s.name, "from": from_ref or "latest", "to": to_ref or "now",
+                    "files": [{"path": f.path, "status": f.status, "added": f.added,
+                               "removed": f.removed} for f in result.files],
+                    "patch": patch[:MAX_PATCH_CHARS], "truncated": truncated}
+
+    def undo_file(self, path: str, session: str | None) -> dict[str, Any]:
+        with self.workspace() as ws:
+            s = self.session(ws, session)
+            rel = ws.rel(path)
+            if not rel:
+                raise UsageError("undo_file takes a file, not the whole workspace")
+            ref = _first_change(ws, s, rel)
+            result = ws.rewind(ref, paths=[rel], session=s.name)
+            actions = [i.action for i in result.plan.items if i.path == rel]
+            restored = list(result.restored)
+            if actions == ["A"]:
+                restored += _prune_parents(ws, ref, rel, s.name)
+            action = actions[0] if actions else None
+            what = {"M": "restored", "A": "deleted (the session created it)",
+                    "D": "recreated", None: "already as it was"}[action]
+            return {"session": s.name, "path": rel, "ref": ref, "action": action,
+                    "restored": restored, "not_restored": list(result.not_restored),
+                    "pre_rewind": result.pre,
+                    "message": f"{rel}: {what}, as before {ref} "
+                               f"(undo this with rewind ref={(result.pre or '')[:12]})"}
+
+    def turn_op(self, kind: str, turn: int | None, force: bool,
+                session: str | None) -> dict[str, Any]:
+        with self.workspace() as ws:
+            s = self.session(ws, session)
+            result = s.undo(turn=turn, force=force) if kind == "undo" else s.redo(force=force)
+            done = {"undo": "Undid", "redo": "Redid"}[kind]
+            if result.nothing:
+                message = f"Nothing to {kind}."
+            else:
+                word = "turn" if len(result.turns) == 1 else "turns"
+                message = (f"{done} {word} {', '.join(map(str, result.turns))}. "
+                           f"Files restored: {len(result.restored)}.")
+            return {"session": s.name, "op": result.kind, "nothing": result.nothing,
+                    "turns": result.turns, "pre": result.pre, "restored": result.restored,
+                    "not_restored": result.not_restored, "message": message}
+
+    def rewind(self, ref: str, paths: list[str] | None, dry_run: bool,
+               session: str | None) -> dict[str, Any]:
+        with self.workspace() as ws:
+            s = self.session(ws, session)
+            result = ws.rewind(ref, paths=self.rel_paths(ws, paths), dry_run=dry_run,
+                               session=s.name)
+            plan = result.plan
+            return {
+                "session": s.name, "target": result.target.id, "dry_run": result.dry_run,
+                "note": result.note,
+                "plan": [{"action": i.action, "path": _shown(i)} for i in plan.items],
+                "counts": plan.counts(), "pre_rewind": result.pre,
+                "restored": result.restored,
+                "not_restored": list(plan.not_restorable) if dry_run
+                else list(result.not_restored),
+                "kept_dirs": result.kept_dirs,
+            }
+
+
+def _shown(item: PlanItem) -> str:
+    """A plan item's path as the command line shows it (folders end in ``/``)."""
+    e = item.target if item.target is not None else item.current
+    return item.path + ("/" if e is not None and e.kind == "d" else "")
+
+
+def _first_change(ws: Workspace, s: Session, rel: str) -> str:
+    """Return the ref of the state before the session first changed ``rel``.
+
+    That is the state before the first turn whose change list has the path (a turn
+    still open is ended first, as undo does, so that its list is made from what its
+    tools touched and a person's edits are not taken for the agent's); failing that,
+    before the first command step outside any turn (``takeback run``) that changed it.
+
+    Raises:
+        UsageError: the session did not change the path.
+
+    """
+    current = s.current_turn()
+    if current is not None:
+        current.end()
+    for t in s.turns():
+        if any(c.path == rel for c in t.changes):
+            return f"turn:{t.n}"
+    for st in s.steps():
+        if (st.turn is None and st.before and st.after
+                and ws.diff(st.before, st.after, paths=[rel], session=s.name,
+                            patch=False).files):
+            return st.before
+    raise UsageError(f"session {s.name!r} did not change {rel}")
+
+
+def _prune_parents(ws: Workspace, ref: str, rel: str, session: str) -> list[str]:
+    """Remove the folders above a deleted file that are empty and did not exist at ref."""
+    removed = []
+    parts = rel.split("/")[:-1]
+    while parts:
+        d = "/".join(parts)
+        try:
+            if os.listdir(os.path.join(ws.root, d)):
+                break
+        except OSError:
+            break
+        plan = ws.rewind(ref, paths=[d], dry_run=True, session=session).plan
+        if [(i.action, i.path) for i in plan.items] != [("A", d)]:
+            break
+        ws.rewind(ref, paths=[d], session=session)
+        removed.append(d + "/")
+        parts.pop()
+    return removed
+
+
+def build_server(config: ServerConfig) -> MCPServer:
+    """Return the MCP server with takeback's tools (not yet running)."""
+    tools = _Tools(config)
+    server: MCPServer = MCPServer("takeback", version=__version__, instructions=INSTRUCTIONS,
+                                  log_level="WARNING")
+    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writing = ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                              open_world_hint=False)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                             open_world_hint=False))
+    @_tool_errors
+    def checkpoint(label: str = "", session: str | None = None) -> dict[str, Any]:
+        """Take a snapshot of the workspace now, as a step you can rewind to.
+
+        Returns its id and step number; `rewind` with ref set to either goes back to it.
+        """
+        return tools.checkpoint(label, session)
+
+    @server.tool(annotations=reading)
+    @_tool_errors
+    def history(session: str | None = None, limit: int = 50) -> dict[str, Any]:
+        """List the sessions, and the turns, steps and latest snapshots of one session."""
+        return tools.history(session, limit)
+
+    @server.tool(annotations=reading)
+    @_tool_errors
+    def changes(turn: int | None = None, session: str | None = None) -> dict[str, Any]:
+        """List the files a turn changed (default: the last ended turn), with line counts."""
+        return tools.changes(turn, session)
+
+    @server.tool(annotations=reading)
+    @_tool_errors
+    def diff(from_ref: str | None = None, to_ref: str | None = None,
+             paths: list[str] | None = None, stat_only: bool = False,
+             session: str | None = None) -> dict[str, Any]:
+        """Show a unified diff between two refs (default: the latest snapshot and the files now).
+
+        Paths are relative to the workspace root.
+        """
+        return tools.diff(from_ref, to_ref, paths, stat_only, session)
+
+    @server.tool(annotations=writing)
+    @_tool_errors
+    def undo_file(path: str, session: str | None = None) -> dict[str, Any]:
+        """Put one file back as it was before the session first changed it.
+
+        A file the session created is deleted. A turn still open is ended first (as
+        undo_turn does), and a snapshot is taken before writing.
+        """
+        return tools.undo_file(path, session)
+
+    @server.tool(annotations=writing)
+    @_tool_errors
+    def undo_turn(turn: int | None = None, force: bool = False,
+                  session: str | None = None) -> dict[str, Any]:
+        """Take back the last turn (or turn N): each file it changed goes back.
+
+        Files changed since the turn are conflicts and nothing is written, unless force.
+        """
+        return tools.turn_op("undo", turn, force, session)
+
+    @server.tool(annotations=writing)
+    @_tool_errors
+    def redo(force: bool = False, session: str | None = None) -> dict[str, Any]:
+        """Bring back what the last undo took back."""
+        return tools.turn_op("redo", None, force, session)
+
+    @server.tool(annotations=writing)
+    @_tool_errors
+    def rewind(ref: str, paths: list[str] | None = None, dry_run: bool = True,
+               session: str | None = None) -> dict[str, Any]:
+        """Put the workspace (or just paths) back as it was at ref.
+
+        With dry_run (the default) it only returns the plan: M restored, A removed,
+        D recreated. Set dry_run to false to write; a snapshot is taken first.
+        """
+        return tools.rewind(ref, paths, dry_run, session)
+
+    return server
+
+
+def serve(config: ServerConfig) -> None:
+    """Serve MCP over stdio until the client closes stdin.
+
+    Raises:
+        ScanError: the root is not a folder.
+
+    """
+    from .. import Workspace
+
+    Workspace(config.root, store=config.store)  # a bad root fails here, before serving
+    build_server(config).run("stdio")

@@ -1,0 +1,273 @@
+"""Integrations layer: ``takeback watch``: records an agent that has no hooks.
+
+The agent runs as a child with the terminal as it is (stdio inherited). The whole run is
+one turn of the session, cut into command steps: a snapshot is taken before the child
+starts, and each time file activity in the workspace settles (no change for ``settle``
+milliseconds) the current step is finished (a snapshot after it, what it changed joins
+the turn) and the next begins; when the child exits, the last step is finished. So step
+N is the state at the N-th quiet point (step 1 the start), ``takeback undo`` takes back
+the whole run, and the run's exit status is the child's.
+
+watchfiles only says *when* to take a step; *what* changed is what the snapshots find,
+under the same scope rules as every snapshot. Activity that changed nothing in scope
+(an ignored build folder) makes no step.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .. import Change, Step, Workspace
+
+DEFAULT_SETTLE_MS = 1000
+
+#: signals passed on to the child (SIGINT and SIGQUIT only when they cannot have come
+#: from the terminal, which sends them to the child itself)
+FORWARDED = ("SIGTERM", "SIGHUP", "SIGINT", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+
+
+@dataclass
+class WatchResult:
+    """What a watched run did."""
+
+    exit_code: int
+    session: str
+    turn: int
+    steps: list[Step] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    watching: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable machine form (``--json``)."""
+        return {
+            "exit_code": self.exit_code, "session": self.session, "turn": self.turn,
+            "watching": self.watching,
+            "steps": [{"step": s.n, "label": s.label,
+                       "before": s.before.id if s.before else None,
+                       "after": s.after.id if s.after else None,
+                       "changes": [{"path": p, "change": c} for p, c in s.changed]}
+                      for s in self.steps],
+            "changes": [c.to_json() for c in self.changes],
+        }
+
+
+class Activity:
+    """Knows when files under a folder last changed (watchfiles, in a thread).
+
+    Args:
+        root: the folder to watch.
+        ignored: folders whose changes are not activity (the store).
+        settle_ms: the quiet time that ends a burst of activity.
+
+    """
+
+    def __init__(self, root: str, ignored: Sequence[str], settle_ms: int) -> None:
+        self.root = root
+        self._ignored = tuple(p.rstrip(os.sep) for p in ignored)
+        # watchfiles only watches once its generator runs: a file poked in a folder of
+        # its own (never the workspace) says when that is.
+        self._probe_dir = os.path.realpath(tempfile.mkdtemp(prefix="takeback-watch-"))
+        self._step_ms = max(10, min(50, settle_ms // 4))
+        # A batch is yielded after ``debounce`` even while writes go on; it must be well
+        # under the quiet time, or a steady stream of writes would look like pauses.
+        self._debounce_ms = max(self._step_ms, min(1600, settle_ms // 2))
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._last: float | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name="takeback-watch", daemon=True)
+
+    def _is_probe(self, path: str) -> bool:
+        return path == self._probe_dir or path.startswith(self._probe_dir + os.sep)
+
+    def _keep(self, _change: object, path: str) -> bool:
+        if self._is_probe(path):
+            return True
+        rel = os.path.relpath(path, self.root)
+        if ".git" in rel.split(os.sep):
+            return False
+        return not any(path == p or path.startswith(p + os.sep) for p in self._ignored)
+
+    def _loop(self) -> None:
+        try:
+            from watchfiles import watch
+
+            for changes in watch(self.root, self._probe_dir, watch_filter=self._keep,
+                                 debounce=self._debounce_ms, step=self._step_ms,
+                                 stop_event=self._stop, rust_timeout=500,
+                                 yield_on_timeout=True, raise_interrupt=False,
+                                 ignore_permission_denied=True):
+                now = time.monotonic()
+                active = False
+                for _change, path in changes:
+                    if self._is_probe(path):
+                        self._ready.set()
+                    else:
+                        active = True
+                if active:
+                    with self._lock:
+                        self._last = now
+        except BaseException as e:  # noqa: BLE001 - reported by start(); the run goes on
+            self.error = e
+            self._ready.set()
+
+    def start(self, timeout: float = 5.0) -> bool:
+        """Start watching; return whether watching works (False: no steps until exit)."""
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        probe = os.path.join(self._probe_dir, "ready")
+        i = 0
+        while not self._ready.wait(0.02):
+            if time.monotonic() > deadline:
+                return False
+            with open(probe, "w") as f:
+                f.write(str(i))
+            i += 1
+        return self.error is None
+
+    def settled(self, quiet_s: float) -> bool:
+        """Return True, once per burst, when there was activity and then none for quiet_s."""
+        with self._lock:
+            if self._last is None or time.monotonic() - self._last < quiet_s:
+                return False
+            self._last = None
+            return True
+
+    def stop(self) -> None:
+        """Stop watching and remove the probe folder."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2)
+        shutil.rmtree(self._probe_dir, ignore_errors=True)
+
+
+def _terminal_foreground() -> bool:
+    """Return whether this process is in a terminal's foreground.
+
+    If it is, the terminal sends its Ctrl-C and Ctrl-backslash to the child as well.
+    """
+    for fd in (0, 1, 2):
+        try:
+            if os.isatty(fd):
+                return os.tcgetpgrp(fd) == os.getpgrp()
+        except OSError:
+            continue
+    return False
+
+
+@contextmanager
+def forward_signals(proc: subprocess.Popen[bytes]) -> Iterator[None]:
+    """Pass the signals this process gets on to the child while it runs."""
+    from_terminal = _terminal_foreground()
+    numbers = [getattr(signal, name) for name in FORWARDED if hasattr(signal, name)]
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        if from_terminal and signum in (signal.SIGINT, signal.SIGQUIT):
+            return  # the terminal sent it to the child too; twice would be two Ctrl-Cs
+        try:
+            proc.send_signal(signum)
+        except OSError:
+            pass
+
+    old: dict[int, Any] = {}
+    try:
+        for n in numbers:
+            old[n] = signal.signal(n, handler)
+    except ValueError:
+        pass  # not the main thread: signals stay as they are
+    try:
+        yield
+    finally:
+        for n, h in old.items():
+            signal.signal(n, h)
+
+
+def _status(returncode: int) -> int:
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+def _changed_since(ws: Workspace, step: Step, session: str) -> bool:
+    if step.before is None:
+        return True
+    return bool(ws.diff(step.before.id, None, session=session, patch=False).files)
+
+
+def run_watched(ws: Workspace, cmd: Sequence[str], *, cwd: str, session: str, label: str,
+                settle_ms: int = DEFAULT_SETTLE_MS,
+                warn: Callable[[str], None] = lambda _m: None) -> WatchResult:
+    """Run ``cmd`` as a child and record it as one turn, a step per burst of activity.
+
+    Args:
+        ws: the workspace.
+        cmd: the command and its arguments.
+        cwd: the folder the child starts in.
+        session: the session's name.
+        label: the turn's label (each step's is ``label #N``).
+        settle_ms: how long files must stay quiet to end a step.
+        warn: called with a line for people when something goes wrong (a snapshot).
+
+    Returns:
+        The child's status (128+N for signal N; 127 not found, 126 not runnable), the
+        steps and the turn's change list.
+
+    """
+    def on_event(ev: dict[str, Any]) -> None:
+        if ev.get("event") == "snapshot.failed":
+            warn(f"snapshot failed, the agent runs on: {ev.get('reason')}")
+
+    ws.on_event(on_event)
+    s = ws.session(session)
+    activity = Activity(ws.root, [ws.store_path], settle_ms)
+    watching = False
+    steps: list[Step] = []
+    code = 127
+    try:
+        watching = activity.start()
+        if not watching:
+            warn(f"cannot watch {ws.root} ({activity.error or 'no events'}); "
+                 "only the snapshots at the start and the end will be taken")
+        turn = s.turn(label)
+        step = turn.command(f"{label} #1").begin()
+        try:
+            proc = subprocess.Popen(list(cmd), cwd=cwd)
+        except FileNotFoundError:
+            warn(f"{cmd[0]}: command not found")
+        except PermissionError:
+            warn(f"{cmd[0]}: permission denied")
+            code = 126
+        else:
+            with forward_signals(proc):
+                while True:
+                    try:
+                        proc.wait(timeout=0.05)
+                        break
+                    except subprocess.TimeoutExpired:
+                        pass
+                    if activity.settled(settle_ms / 1000) and _changed_since(ws, step, s.name):
+                        # The next step begins before this one finishes: a write that
+                        # lands between the two snapshots is then in this step's changes
+                        # (and the turn's), instead of in neither.
+                        nxt = turn.command(f"{label} #{len(steps) + 2}").begin()
+                        step.finish()
+                        steps.append(step)
+                        step = nxt
+            code = _status(proc.returncode)
+    finally:
+        activity.stop()
+    step.finish(exit_code=code)
+    steps.append(step)
+    changes = turn.end()
+    return WatchResult(code, s.name, turn.n, steps, changes, watching)

@@ -1,0 +1,128 @@
+"""``takeback watch``: an agent without hooks, run as a child of the real command.
+
+The child writes, pauses, writes, pauses, deletes and exits 3: the steps must match the
+pauses, a rewind to each must give the exact state, and the exit status must be 3.
+Signals sent to ``takeback watch`` reach the child.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .conftest import CLI, SRC
+
+CHILD = """\
+import os, sys, time
+pause = float(sys.argv[1])
+open("a.txt", "w").write("A\\n")
+os.makedirs("sub", exist_ok=True)
+open("sub/b.txt", "w").write("B\\n")
+time.sleep(pause)
+open("c.txt", "w").write("C\\n")
+open("a.txt", "a").write("more\\n")
+time.sleep(pause)
+os.remove("a.txt")
+sys.exit(3)
+"""
+
+
+def state(root: Path) -> dict[str, tuple[str, bytes]]:
+    out: dict[str, tuple[str, bytes]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            if stat.S_ISDIR(os.lstat(full).st_mode):
+                out[rel] = ("d", b"")
+            else:
+                out[rel] = ("f", Path(full).read_bytes())
+    return out
+
+
+def test_steps_match_the_pauses_and_rewind_is_exact(tb: CLI, ws_dir: Path,
+                                                    tmp_path: Path) -> None:
+    (ws_dir / "keep.txt").write_text("keep\n")
+    (ws_dir / ".gitignore").write_text("ignored/\n")
+    script = tmp_path / "agent.py"
+    script.write_text(CHILD)
+    s0 = state(ws_dir)
+    proc = tb("watch", "--settle", "250", "--json", "-m", "agent run", "--",
+              sys.executable, str(script), "1.0", check=3)
+    result = json.loads(proc.stdout)
+    assert result["exit_code"] == 3 and result["watching"] is True
+    steps = result["steps"]
+    assert [sorted((c["path"], c["change"]) for c in s["changes"]) for s in steps] == [
+        [("a.txt", "created"), ("sub/b.txt", "created")],
+        [("a.txt", "updated"), ("c.txt", "created")],
+        [("a.txt", "deleted")],
+    ]
+    assert [s["label"] for s in steps] == ["agent run #1", "agent run #2", "agent run #3"]
+    assert {c["path"]: c["status"] for c in result["changes"]} == {
+        "sub/b.txt": "created", "c.txt": "created"}  # a.txt came and went
+    assert "recorded turn" not in proc.stderr  # --json: the summary is the document
+
+    final = state(ws_dir)
+    s1 = dict(s0, **{"a.txt": ("f", b"A\n"), "sub": ("d", b""), "sub/b.txt": ("f", b"B\n")})
+    s2 = dict(s1, **{"a.txt": ("f", b"A\nmore\n"), "c.txt": ("f", b"C\n")})
+    assert final == {k: v for k, v in s2.items() if k != "a.txt"}
+    for ref, want in [("1", s0), ("2", s1), ("3", s2), (steps[-1]["after"], final),
+                      ("start", s0), (steps[0]["before"], s0)]:
+        tb("rewind", "--to", ref)
+        assert state(ws_dir) == want, ref
+
+    tb("rewind", "--to", steps[-1]["after"])
+    out = tb("undo").stdout  # the whole run was one turn
+    assert out.startswith("Undid turn 1.") and state(ws_dir) == s0
+
+
+def test_quiet_activity_out_of_scope_makes_no_step(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / ".gitignore").write_text("build/\n")
+    code = ("import os, time; os.makedirs('build'); open('build/x','w').write('x'); "
+            "time.sleep(0.8); open('out.txt','w').write('o')")
+    proc = tb("watch", "--settle", "150", "--json", "--", sys.executable, "-c", code)
+    steps = json.loads(proc.stdout)["steps"]
+    assert [[c["path"] for c in s["changes"]] for s in steps] == [["out.txt"]]
+
+
+def test_signals_pass_through_and_the_summary_goes_to_stderr(tb: CLI, ws_dir: Path,
+                                                             tmp_path: Path) -> None:
+    code = ("import signal, sys, time\n"
+            "def bye(n, f):\n"
+            "    open('got-%d.txt' % n, 'w').write('bye')\n"
+            "    sys.exit(7)\n"
+            "signal.signal(signal.SIGTERM, bye)\n"
+            "open('ready.txt', 'w').write('ready')\n"
+            "time.sleep(30)\n")
+    env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC)
+    proc = subprocess.Popen([sys.executable, "-m", "takeback", "watch", "--", sys.executable,
+                             "-c", code], cwd=ws_dir, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (ws_dir / "ready.txt").exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 7
+    assert out == ""
+    assert "recorded turn 1" in err
+    assert (ws_dir / f"got-{signal.SIGTERM.value}.txt").exists()
+    log = json.loads(tb("log", "--json").stdout)
+    assert [s["kind"] for s in log][:2] == ["step-after", "step"]
+
+
+def test_a_child_killed_by_a_signal_and_a_missing_command(tb: CLI, ws_dir: Path) -> None:
+    code = "import os, signal; open('x','w').write('x'); os.kill(os.getpid(), signal.SIGKILL)"
+    tb("watch", "--", sys.executable, "-c", code, check=128 + signal.SIGKILL)
+    assert (ws_dir / "x").exists()
+    proc = tb("watch", "--", "no-such-command-here", check=127)
+    assert "command not found" in proc.stderr
+    proc = tb("watch", check=2)
+    assert "nothing to run" in proc.stderr
