@@ -439,3 +439,16 @@ def test_an_ignored_folder_with_a_tracked_file_keeps_only_that_file(tb: CLI, ws_
         tb("rewind", "--to", "start")
         assert (ws_dir / "build" / "keep.txt").read_text() == "tracked\n"
         assert (ws_dir / "build" / "junk.o").read_text() == "rebuilt\n"
+
+
+def test_without_a_session_commands_use_the_one_that_recorded_last(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / "f.txt").write_text("before\n")
+    tb("snapshot")  # session "default"
+    tb("turn", "begin", "--session", "agent-7f3a")
+    tb("touch", "f.txt", "--session", "agent-7f3a")
+    (ws_dir / "f.txt").write_text("agent wrote this\n")
+    tb("turn", "end", "--session", "agent-7f3a")
+    out = tb("undo").stdout  # a person, after the agent's reply, with no --session
+    assert out.startswith("Undid turn 1. Files restored: 1.")
+    assert (ws_dir / "f.txt").read_text() == "before\n"
+    assert tb("undo", "--session", "default").stdout.strip() == "Nothing to undo."

@@ -166,6 +166,23 @@ class Workspace:
         """Return every session, newest first."""
         return self.open_store().meta.sessions()
 
+    def active_session(self) -> str:
+        """Return the session a person most likely means: the one that recorded last.
+
+        That is the session of the newest snapshot that has one (with hooks installed,
+        the agent's conversation), else the newest session, else ``default``.
+        """
+        if not self.has_store():
+            return DEFAULT_SESSION
+        meta = self.open_store().meta
+        row = meta.conn.execute(
+            "SELECT session FROM snapshots WHERE session IS NOT NULL ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        if row is not None:
+            return str(row[0])
+        sessions = meta.sessions()
+        return sessions[0].name if sessions else DEFAULT_SESSION
+
     def resolve(self, ref: str, *, session: str = DEFAULT_SESSION) -> Resolved:
         """Return the snapshot a ref names.
 

@@ -84,8 +84,8 @@ class Ctx:
         self.cwd = os.getcwd()
         self.root: str = getattr(args, "root", None) or self.cwd
         self.store: str | None = getattr(args, "store", None) or os.environ.get("TAKEBACK_STORE")
-        self.session: str = (getattr(args, "session", None)
-                             or os.environ.get("TAKEBACK_SESSION") or "default")
+        self._session: str | None = (getattr(args, "session", None)
+                                     or os.environ.get("TAKEBACK_SESSION"))
         self.max_file_bytes: int | None = getattr(args, "max_file_bytes", None)
         self._ws: Any = None
 
@@ -99,6 +99,13 @@ class Ctx:
                 kwargs["max_file_bytes"] = self.max_file_bytes
             self._ws = Workspace(self.root, **kwargs)
         return self._ws
+
+    @property
+    def session(self) -> str:
+        """--session, else $TAKEBACK_SESSION, else the session that recorded last."""
+        if self._session is None:
+            self._session = str(self.workspace().active_session())
+        return self._session
 
     def rel_paths(self, paths: Sequence[str]) -> list[str] | None:
         """Return command-line paths (relative to the current folder) relative to the root."""

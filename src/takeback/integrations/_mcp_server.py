@@ -116,13 +116,7 @@ class _Tools:
             return ws.session(name)
         if self.config.session:
             return ws.session(self.config.session)
-        if ws.has_store():
-            sessions = ws.sessions()
-            if sessions:
-                return ws.session(sessions[0].name)
-        from .. import DEFAULT_SESSION
-
-        return ws.session(DEFAULT_SESSION)
+        return ws.session(ws.active_session())
 
     @staticmethod
     def rel_paths(ws: Workspace, paths: list[str] | None) -> list[str] | None:
