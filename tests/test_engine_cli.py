@@ -452,3 +452,23 @@ def test_without_a_session_commands_use_the_one_that_recorded_last(tb: CLI, ws_d
     assert out.startswith("Undid turn 1. Files restored: 1.")
     assert (ws_dir / "f.txt").read_text() == "before\n"
     assert tb("undo", "--session", "default").stdout.strip() == "Nothing to undo."
+
+
+def test_several_processes_share_one_store(tb: CLI, ws_dir: Path) -> None:
+    from .conftest import SRC
+
+    (ws_dir / "base.txt").write_text("base\n")
+    tb("snapshot")
+    env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC)
+    procs = [
+        subprocess.Popen([*tb_cmd(), "run", "--", "sh", "-c", f"echo {i} > w{i}.txt"],
+                         cwd=ws_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for i in range(6)
+    ]
+    for p in procs:
+        _out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    steps = {s["step"] for s in json.loads(tb("log", "--json").stdout) if s["step"]}
+    assert steps == {1, 2, 3, 4, 5, 6}
+    tb("rewind", "--to", "start")
+    assert sorted(p.name for p in ws_dir.iterdir()) == ["base.txt"]
