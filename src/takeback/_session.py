@@ -1,23 +1,31 @@
 """API layer: sessions, turns and steps, the vocabulary an agent harness records in.
 
 A snapshot that fails never stops the agent: the step or command goes on, and a
-``snapshot.failed`` event says why.
+``snapshot.failed`` event says why. That holds for the session's baseline too: without
+one the session cannot be recorded yet, so its turns and steps are *detached* (number 0):
+their bodies run, their touches keep nothing, and the next turn or step tries again.
+
+Events: ``snapshot.taken`` for every snapshot the API takes (those before an undo, redo,
+revert or unrevert too); ``file.changed`` once per entry of a turn's change list when the
+turn ends (with the tool call id when one call made the change), and, for a command run
+outside any turn, once per file it changed when it finishes.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from . import ops
 from .errors import TakebackError, UsageError
-from .model import Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
+from .model import DIR, Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
 from .scan import in_scope
 
 if TYPE_CHECKING:
+    from .store import Store
     from .workspace import Workspace
 
 
@@ -45,6 +53,23 @@ class Session:
         assert info is not None
         return info
 
+    def _started(self) -> bool:
+        """Start the session if need be; a baseline that fails is only an event.
+
+        Raises:
+            StoreError: the store cannot be opened (a setup error, not a failed snapshot).
+        """
+        store = self.workspace.open_store(create=True)
+        if store.meta.session(self.name) is not None:
+            return True
+        try:
+            self.start()
+        except Exception as e:  # noqa: BLE001 - a failed snapshot never stops the agent
+            self.workspace.emit({"event": "snapshot.failed", "reason": _reason(e),
+                                 "session": self.name, "turn": None, "step": None})
+            return False
+        return True
+
     @property
     def baseline(self) -> str:
         """The id of the snapshot taken when the session started."""
@@ -53,8 +78,13 @@ class Session:
     # -- turns and steps -----------------------------------------------------------------
 
     def turn(self, label: str = "") -> Turn:
-        """Begin a turn (one reply of the agent); use it as a context manager to end it."""
-        self.start()
+        """Begin a turn (one reply of the agent); use it as a context manager to end it.
+
+        A turn still open is ended first. When the session's baseline cannot be taken,
+        the turn is detached (see the module's docstring).
+        """
+        if not self._started():
+            return Turn(self, 0, label)
         store = self.workspace.open_store()
         current = ops.open_turn(store, self.name)
         if current is not None:
@@ -90,8 +120,8 @@ class Session:
         try:
             snap = ops.take(ws.open_store(create=True), ws.options, kind=kind,
                             session=self.name, turn=turn, step=step, message=message)
-        except (TakebackError, OSError) as e:
-            ws.emit({"event": "snapshot.failed", "reason": str(e), "session": self.name,
+        except Exception as e:  # noqa: BLE001 - a failed snapshot never stops the agent
+            ws.emit({"event": "snapshot.failed", "reason": _reason(e), "session": self.name,
                      "turn": turn, "step": step})
             return None
         ws.emit({"event": "snapshot.taken", "id": snap.id, "files": snap.files,
@@ -129,31 +159,79 @@ class Session:
 
     # -- taking back ---------------------------------------------------------------------
 
-    def undo(self, *, turn: int | None = None, file: str | None = None,
+    def undo(self, *, turn: int | None = None, file: str | os.PathLike[str] | None = None,
              force: bool = False) -> ops.TurnOpResult:
         """Take back the last turn (or ``turn``, or one ``file`` of it).
 
+        A turn still open is ended first, and is then the last turn.
+
+        Args:
+            turn: the turn to take back (default: the last one not undone).
+            file: take back only this file of the turn.
+            force: overwrite files changed since the turn (they are in the result's
+                ``conflicts``, and in the snapshot taken before).
+
+        Returns:
+            What was restored, and the snapshot taken before (``pre``); ``nothing`` when
+            there was nothing to undo.
+
         Raises:
             ConflictError: a file changed after the turn; nothing was written.
+            UsageError: no such turn, or it did not change ``file``.
+            PathError: ``file`` is outside the root.
         """
         ws = self.workspace
         rel = ws.rel(file) if file is not None else None
-        return ops.undo(ws.open_store(), ws.options, self.name, turn=turn, file=rel, force=force)
+        return self._take_back(lambda store: ops.undo(store, ws.options, self.name, turn=turn,
+                                                      file=rel, force=force), end_open=True)
 
     def redo(self, *, force: bool = False) -> ops.TurnOpResult:
-        """Bring back what the last undo took back."""
+        """Bring back what the last undo took back (undo after undo, redo walks forward).
+
+        Raises:
+            ConflictError: a file changed since the undo; nothing was written.
+        """
         ws = self.workspace
-        return ops.redo(ws.open_store(), ws.options, self.name, force=force)
+        return self._take_back(lambda store: ops.redo(store, ws.options, self.name,
+                                                      force=force), end_open=False)
 
     def revert(self, *, to_turn: int, force: bool = False) -> ops.TurnOpResult:
-        """Take back every turn after ``to_turn`` at once."""
+        """Take back every turn after ``to_turn`` at once (0: every turn).
+
+        Raises:
+            ConflictError: a file changed after the turn that last changed it.
+            UsageError: ``to_turn`` is not 0 or a turn of the session.
+        """
         ws = self.workspace
-        return ops.revert(ws.open_store(), ws.options, self.name, to_turn=to_turn, force=force)
+        return self._take_back(lambda store: ops.revert(store, ws.options, self.name,
+                                                        to_turn=to_turn, force=force),
+                               end_open=True)
 
     def unrevert(self, *, force: bool = False) -> ops.TurnOpResult:
-        """Put back what the last revert took back."""
+        """Put back what the last revert took back, as it was when the revert began.
+
+        Raises:
+            ConflictError: a file changed since the revert.
+        """
         ws = self.workspace
-        return ops.unrevert(ws.open_store(), ws.options, self.name, force=force)
+        return self._take_back(lambda store: ops.unrevert(store, ws.options, self.name,
+                                                          force=force), end_open=False)
+
+    def _take_back(self, op: Callable[[Store], ops.TurnOpResult], *,
+                   end_open: bool) -> ops.TurnOpResult:
+        ws = self.workspace
+        store = ws.open_store()
+        if end_open:
+            # Ended here rather than in ops, so that its file.changed events go out.
+            current = self.current_turn()
+            if current is not None:
+                current.end()
+        result = op(store)
+        snap = store.meta.snapshot(result.pre) if result.pre else None
+        if snap is not None:
+            ws.emit({"event": "snapshot.taken", "id": snap.id, "files": snap.files,
+                     "duration_ms": snap.duration_ms})
+        return result
 
 
 class Turn:
@@ -173,7 +251,10 @@ class Turn:
         self.end()
 
     def step(self, *, label: str = "", tool_call_ids: Sequence[str] = ()) -> Step:
-        """Begin a step of this turn: a snapshot before the batch of tool calls."""
+        """Begin a step of this turn: a snapshot before the batch of tool calls.
+
+        Use it as a context manager (or call ``begin()`` and ``finish()``).
+        """
         return Step(self.session, self.n, label=label, tool_call_ids=tool_call_ids,
                     command=False)
 
@@ -195,6 +276,8 @@ class Turn:
         """
         ws = self.session.workspace
         rel = ws.rel(path)
+        if self.n == 0:
+            return False  # detached: the session could not be started
         if not rel or not in_scope(ws.root, rel, exclude_env=ws.options.exclude_env,
                                    exclude=(ws.store_path,)):
             return False
@@ -205,6 +288,9 @@ class Turn:
     def end(self) -> list[Change]:
         """Close the turn and return its change list (files back where they began drop)."""
         if self._changes is not None:
+            return self._changes
+        if self.n == 0:
+            self._changes = []
             return self._changes
         ws = self.session.workspace
         store = ws.open_store()
@@ -228,7 +314,10 @@ class Turn:
 
 
 class Step:
-    """A batch of tool calls (or one command): a snapshot before it, and after a command."""
+    """A batch of tool calls (or one command): a snapshot before it, and after a command.
+
+    ``turn`` is the turn it belongs to (None: none; 0: a detached turn).
+    """
 
     def __init__(self, session: Session, turn: int | None, *, label: str,
                  tool_call_ids: Sequence[str], command: bool) -> None:
@@ -244,15 +333,21 @@ class Step:
         self._open = False
 
     def begin(self) -> Step:
-        """Number the step and take the snapshot before it (a failure is only an event)."""
+        """Give the step its number and take the snapshot before it (a failure is an event).
+
+        When the session cannot be started (its baseline failed), the step is detached:
+        number 0, nothing recorded, and the caller goes on.
+        """
         ws = self.session.workspace
-        self.session.start()
+        self._open = True
+        if not self.session._started():
+            return self
         store = ws.open_store()
         with store.meta.tx():
             self.n = store.meta.next_step(self.session.name)
-            store.meta.add_step(StepInfo(self.session.name, self.n, self.turn, None, None,
-                                         self.label, None))
-        self.before = self.session._try_snapshot("step", turn=self.turn, step=self.n,
+            store.meta.add_step(StepInfo(self.session.name, self.n, self.turn or None, None,
+                                         None, self.label, None))
+        self.before = self.session._try_snapshot("step", turn=self.turn or None, step=self.n,
                                                  message=self.label)
         if self.before is not None:
             with store.meta.tx():
@@ -260,7 +355,6 @@ class Step:
                     "UPDATE steps SET before=? WHERE session=? AND n=?",
                     (self.before.id, self.session.name, self.n),
                 )
-        self._open = True
         return self
 
     def __enter__(self) -> Step:
@@ -271,43 +365,66 @@ class Step:
         self.finish()
 
     def touch(self, path: str | os.PathLike[str], text: str | None = None) -> bool:
-        """Keep a file's state before a file tool of this step writes it."""
-        turn = self.session.current_turn() if self.turn is None else Turn(
-            self.session, self.turn, "")
-        if turn is None:
-            turn = self.session.turn()
+        """Keep a file's state before a file tool of this step writes it.
+
+        A step outside any turn opens one (ended by the next turn, or by undo).
+
+        Raises:
+            PathError: the path is outside the root.
+        """
+        if self.turn is None:
+            turn = self.session.current_turn() or self.session.turn()
             self.turn = turn.n
+        else:
+            turn = Turn(self.session, self.turn, "")
         call = self.tool_call_ids[0] if len(self.tool_call_ids) == 1 else None
         return turn.touch(path, text, tool_call_id=call)
 
     def finish(self, exit_code: int | None = None) -> None:
-        """End the step; for a command, snapshot after it and record what it changed."""
+        """End the step; for a command, snapshot after it and record what it changed.
+
+        Inside an open turn, the files a command changed join the turn (their
+        ``file.changed`` events go out when the turn ends); outside one, they go out now.
+        """
         if not self._open:
             return
         self._open = False
+        if self.n == 0:
+            return  # detached
         ws = self.session.workspace
         store = ws.open_store()
         if self.is_command:
-            self.after = self.session._try_snapshot("step-after", turn=self.turn, step=self.n,
-                                                    message=self.label)
+            self.after = self.session._try_snapshot("step-after", turn=self.turn or None,
+                                                    step=self.n, message=self.label)
         with store.meta.tx():
             store.meta.finish_step(self.session.name, self.n,
                                    self.after.id if self.after else None, exit_code)
         if not (self.is_command and self.before and self.after):
             return
         call = self.tool_call_ids[0] if self.tool_call_ids else None
-        if self.turn is not None:
+        row = store.meta.turn_row(self.session.name, self.turn) if self.turn else None
+        in_turn = row is not None and row[4] == "open"
+        if in_turn:
+            assert self.turn is not None
             deltas = ops.join_command(store, self.session.name, self.turn, self.before.tree,
                                       self.after.tree, call)
         else:
             deltas = [
                 (p, a, b) for p, a, b in ops.diff_trees(store.objects.get_tree,
                                                         self.before.tree, self.after.tree)
-                if not ((a is None or a.kind == "d") and (b is None or b.kind == "d"))
+                if not ((a is None or a.kind == DIR) and (b is None or b.kind == DIR))
             ]
         for path, old, new in deltas:
-            kind = "created" if old is None or old.kind == "d" else (
-                "deleted" if new is None or new.kind == "d" else "updated")
+            kind = "created" if old is None or old.kind == DIR else (
+                "deleted" if new is None or new.kind == DIR else "updated")
             self.changed.append((path, kind))
-            ws.emit({"event": "file.changed", "path": path, "change": kind,
-                     "tool_call_id": call, "session": self.session.name, "step": self.n})
+            if not in_turn:
+                ws.emit({"event": "file.changed", "path": path, "change": kind,
+                         "tool_call_id": call, "session": self.session.name,
+                         "step": self.n})
+
+
+def _reason(e: BaseException) -> str:
+    """Why a snapshot failed, for the event (the class name when the message is empty)."""
+    text = e.message if isinstance(e, TakebackError) else str(e)
+    return text or type(e).__name__

@@ -24,7 +24,6 @@ def report(ctx: Ctx, result: TurnOpResult) -> int:
 
     Returns:
         The exit code (0: a refusal is an exception, turned into its code by ``main``).
-
     """
     if ctx.json:
         ctx.emit_json({"op": result.kind, "nothing": result.nothing, "turns": result.turns,

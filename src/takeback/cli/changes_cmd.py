@@ -20,15 +20,15 @@ def run(ctx: Ctx) -> int:
     """Print the summary line (``3 files changed +24 -7``) and a line per file."""
     session = ctx.workspace().session(ctx.session)
     changes = session.changes(ctx.args.turn)
-    n_turn = ctx.args.turn
-    if n_turn is None:
-        # session.changes found an ended turn, so there is one.
-        n_turn = [t.n for t in session.turns() if t.state != "open"][-1]
+    # session.changes found the turn (or raised), so it is among the ended ones.
+    ended = [t for t in session.turns() if t.state != "open"]
+    turn = ended[-1] if ctx.args.turn is None else next(t for t in ended
+                                                        if t.n == ctx.args.turn)
     added = sum(c.added for c in changes)
     removed = sum(c.removed for c in changes)
     if ctx.json:
-        ctx.emit_json({"session": session.name, "turn": n_turn, "files": len(changes),
-                       "added": added, "removed": removed,
+        ctx.emit_json({"session": session.name, "turn": turn.n, "state": turn.state,
+                       "files": len(changes), "added": added, "removed": removed,
                        "changes": [c.to_json() for c in changes]})
         return 0
     n = len(changes)

@@ -5,8 +5,23 @@ file tool's ``touch`` kept before the first write, or the state before a command
 changed it (taken from the snapshots around the command). Edits nobody attributed to the
 turn (a person's, in another file) are never part of it, so undo leaves them alone.
 
-Every undo, redo, revert and unrevert checks first, writes nothing on a conflict, takes a
-snapshot before writing, and is recorded in the ``ops`` table so it can be walked back.
+Every undo, redo, revert and unrevert decides and writes under the store's exclusive lock
+(two of them at once cannot both take back the same turn), checks every file first, writes
+nothing on a conflict, takes a snapshot before writing, and is recorded in the ``ops``
+table, in the same transaction as the turn states it changes.
+
+Undo and revert while a turn is still open (a design choice): the open turn is ended
+first, its change list made as at any end, and it is then the last turn, the one a plain
+undo takes back. With hooks, an interrupted reply (the agent was stopped and its Stop hook
+never ran) leaves its turn open, and the person who types ``takeback undo`` means that
+reply. Undoing the last *ended* turn instead would skip the newest changes (and usually
+conflict with them); refusing would only make the person run ``turn end`` first, to the
+same effect. A harness that goes on writing in that turn afterwards is not recorded in it:
+a touch of a turn that is no longer open is ignored (the snapshots still hold the writes).
+Redo and unrevert never need to end a turn: opening it already made them final.
+
+The op stack: each undo and revert is an ``active`` op until redo (or unrevert) takes the
+newest active one, or a new turn makes every active op ``final``.
 """
 
 from __future__ import annotations
@@ -17,25 +32,51 @@ import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .._fs import SafeRoot, check_relpath
 from ..errors import ConflictError, PathError, RestoreError, UsageError
-from ..model import DIR, FILE, LARGE, LINK, Change, Entry, decode_state, encode_state, entry_state
+from ..model import (
+    DIR,
+    FILE,
+    LARGE,
+    LINK,
+    Change,
+    Entry,
+    SnapshotInfo,
+    decode_state,
+    encode_state,
+    entry_state,
+)
 from ..store import Store
 from ._patch import line_counts
 from ._snapshot import Options, take
 from ._treediff import diff_trees, lookup
 
+if TYPE_CHECKING:
+    from ..store._meta import MetaStore
+
 
 @dataclass
 class TurnOpResult:
-    """What an undo, redo, revert or unrevert did."""
+    """What an undo, redo, revert or unrevert did.
+
+    Attributes:
+        kind: ``undo``, ``redo``, ``revert`` or ``unrevert``.
+        turns: the turns it took back or brought back.
+        pre: the snapshot taken before it wrote anything (``rewind --to`` it to go back).
+        restored: the paths it wrote or removed.
+        not_restored: paths whose state to write was never kept (over the size limit).
+        conflicts: paths changed since the record that ``force`` overwrote.
+        nothing: true when there was nothing to do (nothing was written, no snapshot).
+    """
 
     kind: str
     turns: list[int]
     pre: str | None
     restored: list[str] = field(default_factory=list)
     not_restored: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
     nothing: bool = False
 
 
@@ -46,8 +87,20 @@ def read_state(store: Store, opts: Options, rel: str, *, text: str | None = None
                ) -> Entry | None:
     """Return the current state of one path as an entry, storing its bytes.
 
-    ``text`` replaces the bytes on disk (an editor's unsaved buffer); a UTF-8 byte-order
-    mark is kept as the file on disk has it.
+    A file over the size limit is not stored, but its SHA-256 is kept in the entry's
+    ``oid`` (scans leave it empty): a turn that rewrote a large file in place, same size
+    and mode, is still seen to have changed it.
+
+    Args:
+        store: the open store (the bytes are put in its objects, not yet flushed).
+        opts: the workspace's options (the size limit).
+        rel: the path, relative to the root.
+        text: replaces the bytes on disk (an editor's unsaved buffer); a UTF-8 byte-order
+            mark is kept exactly as the file on disk has it (or has not).
+
+    Returns:
+        The entry, or None when nothing (or something that is not a file, link or
+        folder) is there.
     """
     path = os.path.join(store.root, rel)
     try:
@@ -66,7 +119,9 @@ def read_state(store: Store, opts: Options, rel: str, *, text: str | None = None
         elif not disk.startswith(bom) and data.startswith(bom) and st is not None:
             data = data[len(bom):]
         mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else 0o644
-        return _blob_entry(store, opts, data, mode)
+        if len(data) > opts.max_file_bytes:
+            return Entry(LARGE, mode, hashlib.sha256(data).hexdigest(), len(data))
+        return Entry(FILE, mode, store.objects.put("blob", data), len(data))
     if st is None:
         return None
     if stat.S_ISLNK(st.st_mode):
@@ -77,31 +132,20 @@ def read_state(store: Store, opts: Options, rel: str, *, text: str | None = None
     if not stat.S_ISREG(st.st_mode):
         return None
     mode = stat.S_IMODE(st.st_mode)
-    if st.st_size > opts.max_file_bytes:
-        return Entry(LARGE, mode, "", st.st_size)
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as f:
+        if st.st_size > opts.max_file_bytes:
+            h = hashlib.sha256()
+            size = 0
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+                size += len(chunk)
+            return Entry(LARGE, mode, h.hexdigest(), size)
         data = f.read()
-    return _blob_entry(store, opts, data, mode)
-
-
-def _blob_entry(store: Store, opts: Options, data: bytes, mode: int) -> Entry:
     if len(data) > opts.max_file_bytes:
-        return Entry(LARGE, mode, "", len(data))
+        # It grew between the stat and the read.
+        return Entry(LARGE, mode, hashlib.sha256(data).hexdigest(), len(data))
     return Entry(FILE, mode, store.objects.put("blob", data), len(data))
-
-
-def _sha_on_disk(store: Store, rel: str, entry: Entry | None) -> str | None:
-    """SHA-256 of what is at ``rel`` (for a large file too, which is not stored)."""
-    if entry is None:
-        return None
-    if entry.kind != LARGE:
-        return entry.oid
-    h = hashlib.sha256()
-    with open(os.path.join(store.root, rel), "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 # -- turns ---------------------------------------------------------------------------
@@ -116,7 +160,11 @@ def open_turn(store: Store, session: str) -> int | None:
 
 
 def begin_turn(store: Store, session: str, label: str, before: str | None) -> int:
-    """Open a new turn; redo and unrevert stop being possible (a new turn makes them final)."""
+    """Open a new turn; redo and unrevert stop being possible (a new turn makes them final).
+
+    Returns:
+        The new turn's number.
+    """
     meta = store.meta
     with meta.tx():
         rows = meta.turn_rows(session)
@@ -129,9 +177,23 @@ def begin_turn(store: Store, session: str, label: str, before: str | None) -> in
 
 def touch(store: Store, opts: Options, session: str, turn: int, rel: str, *,
           text: str | None = None, tool_call_id: str | None = None) -> bool:
-    """Keep a file's state before a file tool writes it (the first touch in a turn wins)."""
+    """Keep a file's state before a file tool writes it (the first touch in a turn wins).
+
+    A later touch of the same path keeps nothing, but when it comes from another tool
+    call the change is no longer one call's (its ``tool_call_id`` is forgotten).
+
+    Returns:
+        Whether this touch kept the state (false: already kept, a folder, or the turn
+        is no longer open).
+    """
     meta = store.meta
-    if rel in meta.touches(session, turn):
+    row = meta.turn_row(session, turn)
+    if row is None or row[4] != "open":
+        return False
+    kept = meta.touches(session, turn).get(rel)
+    if kept is not None:
+        with meta.tx():
+            meta.add_touch(session, turn, rel, kept[0], tool_call_id)
         return False
     entry = read_state(store, opts, rel, text=text)
     if entry is not None and entry.kind == DIR:
@@ -143,20 +205,37 @@ def touch(store: Store, opts: Options, session: str, turn: int, rel: str, *,
 
 def join_command(store: Store, session: str, turn: int, before_tree: str, after_tree: str,
                  tool_call_id: str | None) -> list[tuple[str, Entry | None, Entry | None]]:
-    """Add the files a command changed to the turn, with their state before the command."""
-    deltas = [
-        (p, a, b) for p, a, b in diff_trees(store.objects.get_tree, before_tree, after_tree)
-        if not ((a is None or a.kind == DIR) and (b is None or b.kind == DIR))
-    ]
+    """Add the files a command changed to the turn, with their state before the command.
+
+    Returns:
+        (path, before, after) of every file, link or large file that differs (folders
+        are left out: a change list is of files).
+    """
+    # A path whose kind changed comes twice from diff_trees (the old entry going, the new
+    # one coming): one change, from the first's old to the last's new.
+    merged: dict[str, tuple[Entry | None, Entry | None]] = {}
+    for p, a, b in diff_trees(store.objects.get_tree, before_tree, after_tree):
+        merged[p] = (merged[p][0] if p in merged else a, b)
+    deltas = [(p, a, b) for p, (a, b) in merged.items() if not (_no_file(a) and _no_file(b))]
     with store.meta.tx():
         for path, old, _new in deltas:
-            o = None if old is None or old.kind == DIR else old
+            # A folder is kept as one (its mode), not as its tree: its files are changes
+            # of their own.
+            o = Entry(DIR, old.mode, "", 0) if old is not None and old.kind == DIR else old
             store.meta.add_touch(session, turn, path, encode_state(o), tool_call_id)
     return deltas
 
 
+def _no_file(e: Entry | None) -> bool:
+    return e is None or e.kind == DIR
+
+
 def end_turn(store: Store, opts: Options, session: str, turn: int) -> list[Change]:
-    """Close a turn: read every file it affected again and keep those that differ."""
+    """Close a turn: read every file it affected again and keep those that differ.
+
+    Returns:
+        The turn's change list.
+    """
     meta = store.meta
     rows = []
     for path, (before_text, _tool) in sorted(meta.touches(session, turn).items()):
@@ -165,29 +244,28 @@ def end_turn(store: Store, opts: Options, session: str, turn: int) -> list[Chang
             after = read_state(store, opts, path)
         except OSError:
             after = None
-        if after is not None and after.kind == DIR:
-            after = None
-        if entry_state(before) == entry_state(after) and (
-            before is None or after is None or before.size == after.size
-        ):
+        if _same(before, after) or (_no_file(before) and _no_file(after)):
             continue
-        status = "created" if before is None else "deleted" if after is None else "modified"
+        # A file that became a folder is deleted (and the other way round, created); the
+        # folder stays in the record so that undo and redo expect it and put it back.
+        gone = _no_file(after)
+        status = "created" if _no_file(before) else "deleted" if gone else "modified"
         a = _content(store, before)
         b = _content(store, after)
         added, removed = line_counts(a, b)
         undoable = before is None or before.kind != LARGE
         rows.append((path, status, added, removed, encode_state(before), encode_state(after),
-                     _sha_on_disk(store, path, after), int(undoable)))
+                     None if after is None or gone else after.oid, int(undoable)))
     store.objects.flush()
     with meta.tx():
         meta.set_changes(session, turn, rows)
-        meta.set_turn_state(session, turn, "done", after=None, at=time.time())
+        meta.set_turn_state(session, turn, "done", ended=time.time())
     return meta.changes(session, turn)
 
 
 def _content(store: Store, e: Entry | None) -> bytes | None:
-    if e is None or not e.oid:
-        return None
+    if e is None or e.kind not in (FILE, LINK):
+        return None  # a large file's oid is its hash, not a stored object
     return store.objects.get(e.oid)
 
 
@@ -198,68 +276,121 @@ _Move = tuple[str, Entry | None, Entry | None]
 
 
 def _same(a: Entry | None, b: Entry | None) -> bool:
-    if entry_state(a) != entry_state(b):
-        return False
-    return a is None or b is None or a.kind != LARGE or a.size == b.size
+    """Whether two states of a path are the same (what every check of a turn compares)."""
+    if a is not None and b is not None and a.kind == DIR and b.kind == DIR:
+        return True  # a folder's contents are changes of their own
+    if a is not None and b is not None and a.kind == LARGE and b.kind == LARGE:
+        # A large file's hash is known only where takeback read the file itself (a
+        # touch, a turn's end), not from a scan: compare it where both sides have it.
+        return a.mode == b.mode and a.size == b.size and (
+            not a.oid or not b.oid or a.oid == b.oid)
+    return entry_state(a) == entry_state(b)
+
+
+def _pre_snapshot(store: Store, opts: Options, session: str, kind: str,
+                  turns: list[int]) -> SnapshotInfo:
+    """Take the snapshot before an operation (under the caller's exclusive lock)."""
+    return take(store, opts, kind=f"pre-{kind}", session=session,
+                message=f"before {kind} of turn(s) {', '.join(map(str, turns))}")
 
 
 def _apply_moves(store: Store, opts: Options, session: str, kind: str, turns: list[int],
                  moves: list[_Move], *, force: bool, describe: Callable[[str], str],
-                 before_trees: dict[str, str | None], data: dict[str, object]) -> TurnOpResult:
-    """Check, snapshot, write and record one undo-like operation."""
-    with store.lock(exclusive=True):
-        pre = take(store, opts, kind=f"pre-{kind}", session=session,
-                   message=f"before {kind} of turn(s) {', '.join(map(str, turns))}")
-        get_tree = store.objects.get_tree
-        conflicts: list[str] = []
-        todo: list[_Move] = []
-        not_restored: list[str] = []
-        for path, expect, write in moves:
-            now = lookup(get_tree, pre.tree, path)
-            if now is not None and now.kind == DIR:
-                now = Entry(DIR, now.mode, now.oid, 0)
-            if _same(now, write):
-                continue  # already as the operation would leave it
-            if write is not None and write.kind == LARGE:
-                not_restored.append(path)
+                 before_tree: str | None, data: dict[str, object],
+                 on_done: Callable[[MetaStore], None]) -> TurnOpResult:
+    """Check, snapshot, write and record one undo-like operation (under the lock).
+
+    Args:
+        store: the open store (the caller holds its exclusive lock).
+        opts: the workspace's options.
+        session: the session's name.
+        kind: ``undo``, ``redo``, ``revert`` or ``unrevert``.
+        turns: the turns it concerns, for the record.
+        moves: (path, state it must be in now, state to write) for each path.
+        force: write over paths that are not in the state expected.
+        describe: the line that names a conflict on a path.
+        before_tree: the tree before the first turn taken back: folders that were not
+            in it are removed when taking back a file leaves them empty (None: keep).
+        data: what the op row keeps, beside the paths written.
+        on_done: updates turn and op states, in the transaction that records the op.
+
+    Raises:
+        ConflictError: a file is not as the record says, and ``force`` is false.
+        RestoreError: some writes failed; the op is recorded with what was written.
+    """
+    pre = _pre_snapshot(store, opts, session, kind, turns)
+    get_tree = store.objects.get_tree
+    conflicts: list[str] = []
+    todo: list[_Move] = []
+    not_restored: list[str] = []
+    for path, expect, write in moves:
+        now = lookup(get_tree, pre.tree, path)
+        if _same(now, write):
+            continue  # already as the operation would leave it
+        if write is not None and write.kind == LARGE:
+            # Never kept, so never written: nothing of it can be overwritten either.
+            not_restored.append(path)
+            continue
+        if not _same(now, expect):
+            conflicts.append(path)
+            if not force:
                 continue
-            if not _same(now, expect) and not force:
-                conflicts.append(path)
-                continue
-            todo.append((path, expect, write))
-        if conflicts:
-            lines = [describe(p) for p in conflicts]
-            raise ConflictError(
-                "\n".join(lines) + "\nnothing was written; use --force to overwrite",
-                conflicts=conflicts,
-            )
-        root = SafeRoot(store.root)
-        restored: list[str] = []
-        failed: list[str] = []
-        blobs = {w.oid: store.objects.get(w.oid) for _p, _e, w in todo
-                 if w is not None and w.kind in (FILE, LINK)}
-        store.write_journal({"op": kind, "pre": pre.id, "turns": turns,
-                             "paths": [p for p, _e, _w in todo], "started_at": time.time()})
-        for path, _expect, write in todo:
-            try:
-                if write is None:
+        todo.append((path, now, write))
+    if conflicts and not force:
+        lines = [describe(p) for p in conflicts]
+        raise ConflictError(
+            "\n".join(lines) + "\nnothing was written; use --force to overwrite",
+            conflicts=conflicts,
+        )
+    root = SafeRoot(store.root)
+    restored: list[str] = []
+    failed: list[str] = []
+    # Every object is read (and checked) before the first write: a damaged store
+    # refuses the operation instead of leaving it half done.
+    blobs = {w.oid: store.objects.get(w.oid) for _p, _n, w in todo
+             if w is not None and w.kind in (FILE, LINK)}
+    store.write_journal({"op": kind, "pre": pre.id, "turns": turns,
+                         "paths": [p for p, _n, _w in todo], "started_at": time.time()})
+    # Removals first, deepest first, so that a folder the turn made of a file is empty
+    # when the file comes back; then writes, parents first (a folder before its files).
+    todo.sort(key=lambda m: (0, -m[0].count("/")) if m[2] is None else (1, m[0].count("/")))
+    for path, now, write in todo:
+        try:
+            if write is None:
+                if now is not None and now.kind == DIR:
+                    if not root.remove_dir(path):
+                        failed.append(path)
+                        continue
+                else:
                     root.remove(path)
-                    _prune_dirs(root, path, before_trees.get(path), get_tree)
-                elif write.kind == LINK:
+                _prune_dirs(root, path, before_tree, get_tree)
+            elif write.kind == DIR:
+                if now is not None and now.kind != DIR:
+                    root.remove(path)
+                root.make_dir(path, write.mode)
+            else:
+                if now is not None and now.kind == DIR and not root.remove_dir(path):
+                    failed.append(path)  # files someone put in it since
+                    continue
+                if write.kind == LINK:
                     root.write_symlink(path, blobs[write.oid])
                 else:
                     root.write_file(path, blobs[write.oid], write.mode)
-                restored.append(path)
-            except (OSError, PathError):
-                failed.append(path)
-        store.clear_journal()
-        with store.meta.tx():
-            store.meta.add_op(session, kind, turns, pre.id,
-                              {**data, "paths": restored}, time.time())
-        if failed:
-            raise RestoreError(f"{kind} failed part way: {len(failed)} file(s) not written",
-                               restored=restored, failed=failed, undo_id=pre.id)
-        return TurnOpResult(kind, turns, pre.id, restored, not_restored)
+            restored.append(path)
+        except (OSError, PathError):
+            failed.append(path)
+    store.clear_journal()
+    restored.sort()
+    with store.meta.tx():
+        store.meta.add_op(session, kind, turns, pre.id, {**data, "paths": restored},
+                          time.time())
+        if not failed:
+            on_done(store.meta)
+    if failed:
+        raise RestoreError(f"{kind} failed part way: {len(failed)} file(s) not written",
+                           restored=restored, failed=failed, undo_id=pre.id)
+    return TurnOpResult(kind, turns, pre.id, restored, not_restored,
+                        conflicts if force else [])
 
 
 def _prune_dirs(root: SafeRoot, path: str, before_tree: str | None,
@@ -299,102 +430,130 @@ def undo(store: Store, opts: Options, session: str, *, turn: int | None = None,
          file: str | None = None, force: bool = False) -> TurnOpResult:
     """Take back a turn (the last one not yet undone, or ``turn``), or one file of it.
 
+    An open turn is ended first (see the module's docstring).
+
+    Args:
+        store: the open store.
+        opts: the workspace's options.
+        session: the session's name.
+        turn: the turn to take back (default: the last one still done).
+        file: take back only this path (relative to the root) of the turn.
+        force: overwrite files changed since the turn.
+
     Raises:
         ConflictError: a file changed after the turn (and ``force`` is false).
         UsageError: no such turn, or the turn did not change ``file``.
     """
-    _close_open_turn(store, opts, session)
-    turns = _ended_turns(store, session)
-    if turn is None:
-        done = [t for t in turns if t[3] == "done"]
-        if not done:
-            return TurnOpResult("undo", [], None, nothing=True)
-        n, _label, before, _state = done[-1]
-    else:
-        match = [t for t in turns if t[0] == turn]
-        if not match:
-            raise UsageError(f"no turn {turn} in session {session!r}")
-        n, _label, before, state = match[0]
-        if state != "done" and file is None:
-            raise UsageError(f"turn {turn} is {state}, not something undo can take back")
-    changes = _turn_changes(store, session, n)
     if file is not None:
         check_relpath(file)
-        changes = [c for c in changes if c[0] == file]
-        if not changes:
-            raise UsageError(f"turn {n} did not change {file}")
-    before_tree = _tree_of(store, before)
-    moves: list[_Move] = [(p, after, bef) for p, bef, after, _u in changes]
-    result = _apply_moves(
-        store, opts, session, "undo", [n], moves, force=force,
-        describe=lambda p: f"{p} changed after turn {n}",
-        before_trees={p: before_tree for p, *_ in moves}, data={"file": file},
-    )
-    if file is None:
-        with store.meta.tx():
-            store.meta.set_turn_state(session, n, "undone")
-    return result
+    _close_open_turn(store, opts, session)
+    with store.lock(exclusive=True):
+        turns = _ended_turns(store, session)
+        if turn is None:
+            done = [t for t in turns if t[3] == "done"]
+            if not done:
+                if file is not None:
+                    raise UsageError(f"no turn to take {file} back from")
+                return TurnOpResult("undo", [], None, nothing=True)
+            n, _label, before, _state = done[-1]
+        else:
+            match = [t for t in turns if t[0] == turn]
+            if not match:
+                raise UsageError(f"no turn {turn} in session {session!r}")
+            n, _label, before, state = match[0]
+            if state != "done" and file is None:
+                raise UsageError(f"turn {turn} is {state}, not something undo can take back")
+        changes = _turn_changes(store, session, n)
+        if file is not None:
+            changes = [c for c in changes if c[0] == file]
+            if not changes:
+                raise UsageError(f"turn {n} did not change {file}")
+        moves: list[_Move] = [(p, after, bef) for p, bef, after, _u in changes]
+
+        def on_done(meta: MetaStore) -> None:
+            if file is None:
+                meta.set_turn_state(session, n, "undone")
+
+        return _apply_moves(
+            store, opts, session, "undo", [n], moves, force=force,
+            describe=lambda p: f"{p} changed after turn {n}",
+            before_tree=_tree_of(store, before), data={"file": file}, on_done=on_done,
+        )
 
 
 def redo(store: Store, opts: Options, session: str, *, force: bool = False) -> TurnOpResult:
-    """Bring back what the last undo took back.
+    """Bring back what the last undo still to be redone took back.
 
     Raises:
         ConflictError: a file changed since the undo (and ``force`` is false).
     """
-    ops = store.meta.ops(session, kind="undo", state="active")
-    if not ops:
-        return TurnOpResult("redo", [], None, nothing=True)
-    op_id, _kind, turns, _pre, data, _state = ops[0]
-    n = turns[0]
-    changes = _turn_changes(store, session, n)
-    file = data.get("file")
-    if file is not None:
-        changes = [c for c in changes if c[0] == file]
-    moves: list[_Move] = [(p, bef, after) for p, bef, after, _u in changes]
-    result = _apply_moves(
-        store, opts, session, "redo", [n], moves, force=force,
-        describe=lambda p: f"{p} changed after the undo of turn {n}",
-        before_trees={}, data={"undo_op": op_id},
-    )
-    with store.meta.tx():
-        store.meta.set_op_state(op_id, "redone")
-        if file is None:
-            store.meta.set_turn_state(session, n, "done")
-    return result
+    with store.lock(exclusive=True):
+        ops = store.meta.ops(session, kind="undo", state="active")
+        if not ops:
+            return TurnOpResult("redo", [], None, nothing=True)
+        op_id, _kind, turns, _pre, data, _state = ops[0]
+        n = turns[0]
+        changes = _turn_changes(store, session, n)
+        file = data.get("file")
+        if file is not None:
+            changes = [c for c in changes if c[0] == file]
+        moves: list[_Move] = [(p, bef, after) for p, bef, after, _u in changes]
+
+        def on_done(meta: MetaStore) -> None:
+            meta.set_op_state(op_id, "redone")
+            if file is None:
+                meta.set_turn_state(session, n, "done")
+
+        return _apply_moves(
+            store, opts, session, "redo", [n], moves, force=force,
+            describe=lambda p: f"{p} changed after the undo of turn {n}",
+            before_tree=None, data={"undo_op": op_id, "file": file}, on_done=on_done,
+        )
 
 
 def revert(store: Store, opts: Options, session: str, *, to_turn: int,
            force: bool = False) -> TurnOpResult:
     """Take back every turn after ``to_turn`` at once.
 
+    Each file goes back to its state before the first of those turns changed it. An open
+    turn is ended first.
+
     Raises:
         ConflictError: a file changed after the turn that last changed it.
+        UsageError: ``to_turn`` is not 0 or a turn of the session.
     """
     _close_open_turn(store, opts, session)
-    turns = [t for t in _ended_turns(store, session) if t[0] > to_turn and t[3] == "done"]
-    if not turns:
-        return TurnOpResult("revert", [], None, nothing=True)
-    first: dict[str, Entry | None] = {}
-    last: dict[str, Entry | None] = {}
-    who: dict[str, int] = {}
-    for n, _label, _before, _state in turns:
-        for p, bef, after, _u in _turn_changes(store, session, n):
-            first.setdefault(p, bef)
-            last[p] = after
-            who[p] = n
-    before_tree = _tree_of(store, turns[0][2])
-    moves: list[_Move] = [(p, last[p], first[p]) for p in sorted(first)]
-    nums = [t[0] for t in turns]
-    result = _apply_moves(
-        store, opts, session, "revert", nums, moves, force=force,
-        describe=lambda p: f"{p} changed after turn {who[p]}",
-        before_trees={p: before_tree for p in first}, data={"to_turn": to_turn},
-    )
-    with store.meta.tx():
-        for n in nums:
-            store.meta.set_turn_state(session, n, "reverted")
-    return result
+    with store.lock(exclusive=True):
+        all_turns = _ended_turns(store, session)
+        last = all_turns[-1][0] if all_turns else 0
+        if to_turn < 0 or to_turn > last:
+            raise UsageError(f"no turn {to_turn} in session {session!r} "
+                             f"(it has turns 1 to {last})" if last else
+                             f"session {session!r} has no turn to revert to")
+        turns = [t for t in all_turns if t[0] > to_turn and t[3] == "done"]
+        if not turns:
+            return TurnOpResult("revert", [], None, nothing=True)
+        first: dict[str, Entry | None] = {}
+        last_after: dict[str, Entry | None] = {}
+        who: dict[str, int] = {}
+        for n, _label, _before, _state in turns:
+            for p, bef, after, _u in _turn_changes(store, session, n):
+                first.setdefault(p, bef)
+                last_after[p] = after
+                who[p] = n
+        moves: list[_Move] = [(p, last_after[p], first[p]) for p in sorted(first)]
+        nums = [t[0] for t in turns]
+
+        def on_done(meta: MetaStore) -> None:
+            for n in nums:
+                meta.set_turn_state(session, n, "reverted")
+
+        return _apply_moves(
+            store, opts, session, "revert", nums, moves, force=force,
+            describe=lambda p: f"{p} changed after turn {who[p]}",
+            before_tree=_tree_of(store, turns[0][2]), data={"to_turn": to_turn},
+            on_done=on_done,
+        )
 
 
 def unrevert(store: Store, opts: Options, session: str, *, force: bool = False) -> TurnOpResult:
@@ -403,29 +562,32 @@ def unrevert(store: Store, opts: Options, session: str, *, force: bool = False) 
     Raises:
         ConflictError: a file changed since the revert.
     """
-    ops = store.meta.ops(session, kind="revert", state="active")
-    if not ops:
-        return TurnOpResult("unrevert", [], None, nothing=True)
-    op_id, _kind, turns, pre, data, _state = ops[0]
-    assert pre is not None
-    pre_tree = _tree_of(store, pre)
-    assert pre_tree is not None
-    first: dict[str, Entry | None] = {}
-    for n in turns:
-        for p, bef, _after, _u in _turn_changes(store, session, n):
-            first.setdefault(p, bef)
-    get_tree = store.objects.get_tree
-    moves: list[_Move] = [(p, first[p], lookup(get_tree, pre_tree, p)) for p in sorted(first)]
-    result = _apply_moves(
-        store, opts, session, "unrevert", turns, moves, force=force,
-        describe=lambda p: f"{p} changed after the revert",
-        before_trees={}, data={"revert_op": op_id},
-    )
-    with store.meta.tx():
-        store.meta.set_op_state(op_id, "unreverted")
+    with store.lock(exclusive=True):
+        ops = store.meta.ops(session, kind="revert", state="active")
+        if not ops:
+            return TurnOpResult("unrevert", [], None, nothing=True)
+        op_id, _kind, turns, pre, _data, _state = ops[0]
+        pre_tree = _tree_of(store, pre)
+        if pre_tree is None:
+            raise UsageError(f"the snapshot taken before the revert ({pre}) is missing")
+        first: dict[str, Entry | None] = {}
         for n in turns:
-            store.meta.set_turn_state(session, n, "done")
-    return result
+            for p, bef, _after, _u in _turn_changes(store, session, n):
+                first.setdefault(p, bef)
+        get_tree = store.objects.get_tree
+        moves: list[_Move] = [(p, first[p], lookup(get_tree, pre_tree, p))
+                              for p in sorted(first)]
+
+        def on_done(meta: MetaStore) -> None:
+            meta.set_op_state(op_id, "unreverted")
+            for n in turns:
+                meta.set_turn_state(session, n, "done")
+
+        return _apply_moves(
+            store, opts, session, "unrevert", turns, moves, force=force,
+            describe=lambda p: f"{p} changed after the revert",
+            before_tree=None, data={"revert_op": op_id}, on_done=on_done,
+        )
 
 
 def _tree_of(store: Store, snapshot_id: str | None) -> str | None:
