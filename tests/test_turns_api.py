@@ -864,3 +864,22 @@ def test_root_removed_mid_way_is_a_failed_snapshot(tmp_path: Path, store_dir: Pa
     assert ran == ["after"]
     assert [e["event"] for e in seen if e["event"] == "snapshot.failed"] == ["snapshot.failed"]
     ws.close()
+
+
+def test_a_step_begun_in_one_process_is_finished_in_another(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "f.txt").write_text("before\n")
+    with takeback.Workspace(root, store=tmp_path / "store") as ws:
+        turn = ws.session("s").turn("t")
+        step = turn.command("fmt", tool_call_id="call_9").begin()
+        n = step.n
+    (root / "f.txt").write_text("formatted\n")  # the command runs between the two hooks
+    with takeback.Workspace(root, store=tmp_path / "store") as ws:
+        session = ws.session("s")
+        resumed = session.resume_step(n, tool_call_id="call_9")
+        assert resumed is not None and resumed.before is not None
+        resumed.finish(exit_code=0)
+        assert session.resume_step(n) is None  # finished: nothing to resume
+        changes = session.current_turn().end()  # type: ignore[union-attr]
+    assert [(c.path, c.status) for c in changes] == [("f.txt", "modified")]

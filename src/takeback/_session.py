@@ -132,6 +132,26 @@ class Session:
         """Return the session's steps in order."""
         return self.workspace.open_store().meta.steps(self.name)
 
+    def resume_step(self, n: int, *, tool_call_id: str | None = None) -> Step | None:
+        """Return an unfinished command step, begun elsewhere, so this process can finish it.
+
+        A hook begins a step before a command in one process and finishes it after the
+        command in another; this is how the second one picks it up.
+
+        Returns:
+            The step, open; None when there is no such step or it is already finished.
+        """
+        info = self.workspace.open_store().meta.step(self.name, n)
+        if info is None or info.after is not None or info.exit_code is not None:
+            return None
+        step = Step(self, info.turn, label=info.label,
+                    tool_call_ids=[tool_call_id] if tool_call_id else [], command=True)
+        step.n = n
+        if info.before is not None:
+            step.before = self.workspace.open_store().meta.snapshot(info.before)
+        step._open = True
+        return step
+
     def turns(self) -> list[TurnInfo]:
         """Return the session's turns in order, each with its change list."""
         meta = self.workspace.open_store().meta

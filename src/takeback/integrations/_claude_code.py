@@ -216,24 +216,9 @@ def _open_turn(session: Session) -> Turn:
 
 def _resume_step(session: Session, record: dict[str, Any]) -> Step | None:
     """Return the open command step a record names, as an object that can finish it."""
-    from .. import Step
-
-    n = int(record["step"])
-    info = next((s for s in session.steps() if s.n == n), None)
-    if info is None or info.after is not None or info.exit_code is not None:
-        return None
     tool_use_id = record.get("tool_use_id")
-    step = Step(session, info.turn, label=info.label,
-                tool_call_ids=[tool_use_id] if isinstance(tool_use_id, str) else [],
-                command=True)
-    step.n = n
-    if info.before is not None:
-        step.before = session.workspace.resolve(info.before, session=session.name).snapshot
-    # The public API cannot reopen a step that another process began (every hook call is
-    # a process of its own), so the flag that Step.begin() sets is set here. See the
-    # report: a public ``Session.resume_step(n)`` would remove this.
-    step._open = True
-    return step
+    return session.resume_step(int(record["step"]),
+                               tool_call_id=tool_use_id if isinstance(tool_use_id, str) else None)
 
 
 def _finish_pending(session: Session, pending: _Pending) -> list[int]:
