@@ -472,3 +472,23 @@ def test_several_processes_share_one_store(tb: CLI, ws_dir: Path) -> None:
     assert steps == {1, 2, 3, 4, 5, 6}
     tb("rewind", "--to", "start")
     assert sorted(p.name for p in ws_dir.iterdir()) == ["base.txt"]
+
+
+def test_commands_from_a_subfolder_find_the_workspace(tb: CLI, ws_dir: Path) -> None:
+    from .conftest import SRC
+
+    (ws_dir / "sub").mkdir()
+    (ws_dir / "sub" / "x.txt").write_text("one\n")
+    tb("snapshot")
+    (ws_dir / "sub" / "x.txt").write_text("two\n")
+    tb("rewind", "--to", "start", "--", "x.txt", cwd=ws_dir / "sub")
+    assert (ws_dir / "sub" / "x.txt").read_text() == "one\n"
+    # The same with the default store (no TAKEBACK_STORE): found by its root's key.
+    env = {k: v for k, v in os.environ.items() if k != "TAKEBACK_STORE"}
+    env["PYTHONPATH"] = SRC
+    subprocess.run([*tb_cmd(), "snapshot"], cwd=ws_dir, env=env, check=True,
+                   capture_output=True)
+    (ws_dir / "sub" / "x.txt").write_text("three\n")
+    proc = subprocess.run([*tb_cmd(), "status"], cwd=ws_dir / "sub", env=env,
+                          capture_output=True, text=True, check=True)
+    assert proc.stdout.splitlines() == ["M sub/x.txt"]

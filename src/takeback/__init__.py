@@ -27,7 +27,15 @@ if TYPE_CHECKING:
     )
     from .model import Change, Entry, Plan, PlanItem, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
     from .ops import DiffResult, FileDiff, TurnOpResult
-    from .workspace import DEFAULT_SESSION, RewindResult, Session, Step, Turn, Workspace
+    from .workspace import (
+        DEFAULT_SESSION,
+        RewindResult,
+        Session,
+        Step,
+        Turn,
+        Workspace,
+        find_root,
+    )
 
 _WHERE = {
     "Change": "model", "ConflictError": "errors", "DEFAULT_SESSION": "workspace",
@@ -38,7 +46,7 @@ _WHERE = {
     "Step": "workspace", "StepInfo": "model", "StoreCorruptError": "errors",
     "StoreError": "errors", "StoreMissingError": "errors", "StoreVersionError": "errors",
     "TakebackError": "errors", "Turn": "workspace", "TurnInfo": "model",
-    "TurnOpResult": "ops", "UsageError": "errors", "Workspace": "workspace",
+    "TurnOpResult": "ops", "UsageError": "errors", "Workspace": "workspace", "find_root": "workspace",
 }
 
 __all__ = [
@@ -72,6 +80,7 @@ __all__ = [
     "UsageError",
     "Workspace",
     "__version__",
+    "find_root",
 ]
 
 

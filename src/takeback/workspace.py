@@ -41,6 +41,42 @@ class RewindResult:
     kept_dirs: list[str] = field(default_factory=list)
 
 
+def default_data_dir() -> str:
+    """Return the user's data folder for takeback (where default stores live)."""
+    import platformdirs
+
+    return str(platformdirs.user_data_dir("takeback", appauthor=False))
+
+
+def find_root(start: str | os.PathLike[str], *, store: str | os.PathLike[str] | None = None,
+              data_dir: str | None = None) -> str:
+    """Return the recorded workspace that ``start`` lies in, as git finds its top folder.
+
+    With ``store`` given, its root when ``start`` is inside it; otherwise the nearest folder
+    at or above ``start`` that has a default store. When nothing is found, ``start``
+    itself (a new workspace).
+    """
+    here = os.path.realpath(os.fspath(start))
+    if store is not None:
+        try:
+            with open(os.path.join(os.fspath(store), "store.json"), "rb") as f:
+                import json
+
+                root = str(json.loads(f.read())["root"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return here
+        return root if here == root or here.startswith(root.rstrip("/") + "/") else here
+    base = data_dir or default_data_dir()
+    cur = here
+    while True:
+        if os.path.exists(os.path.join(default_store_path(cur, base), "store.json")):
+            return cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return here
+        cur = parent
+
+
 class Workspace:
     """A folder whose history takeback records.
 
@@ -65,11 +101,7 @@ class Workspace:
         if store is not None:
             self.store_path = os.path.realpath(os.fspath(store))
         else:
-            if data_dir is None:
-                import platformdirs
-
-                data_dir = platformdirs.user_data_dir("takeback", appauthor=False)
-            self.store_path = default_store_path(real, data_dir)
+            self.store_path = default_store_path(real, data_dir or default_data_dir())
         self.options = Options(max_file_bytes=max_file_bytes, exclude_env=exclude_env)
         self._store: Store | None = None
         self._listeners: list[Callable[[Event], None]] = []
@@ -279,4 +311,4 @@ def entry_mode_text(mode: int) -> str:
 from ._session import Session, Step, Turn  # noqa: E402
 
 __all__ = ["DEFAULT_SESSION", "Event", "RewindResult", "Session", "Step", "TakebackError",
-           "Turn", "Workspace"]
+           "Turn", "Workspace", "find_root"]

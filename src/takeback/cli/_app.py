@@ -82,11 +82,18 @@ class Ctx:
         self.args = args
         self.json: bool = bool(getattr(args, "json", False))
         self.cwd = os.getcwd()
-        self.root: str = getattr(args, "root", None) or self.cwd
+        given_root = getattr(args, "root", None)
         self.store: str | None = getattr(args, "store", None) or os.environ.get("TAKEBACK_STORE")
         self._session: str | None = (getattr(args, "session", None)
                                      or os.environ.get("TAKEBACK_SESSION"))
         self.max_file_bytes: int | None = getattr(args, "max_file_bytes", None)
+        if given_root:
+            self.root: str = given_root
+        else:
+            # Like git from a subfolder: the recorded workspace this folder lies in.
+            from ..workspace import find_root
+
+            self.root = find_root(self.cwd, store=self.store)
         self._ws: Any = None
 
     def workspace(self) -> Any:
