@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -79,3 +80,17 @@ class CLI:
 def tb(ws_dir: Path, store_dir: Path) -> CLI:
     """The real command line, run in the workspace with its store."""
     return CLI(ws_dir, store_dir)
+
+
+def files_state(root: Path) -> dict[str, tuple[str, bytes]]:
+    """Every folder and file under ``root``: ("d", b"") or ("f", its bytes)."""
+    out: dict[str, tuple[str, bytes]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            if stat.S_ISDIR(os.lstat(full).st_mode):
+                out[rel] = ("d", b"")
+            else:
+                out[rel] = ("f", Path(full).read_bytes())
+    return out

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -21,7 +20,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
-from .conftest import CLI, SRC
+from .conftest import CLI, SRC, files_state
 
 TOOLS = {"checkpoint", "history", "changes", "diff", "undo_file", "undo_turn", "redo",
          "rewind"}
@@ -29,17 +28,6 @@ TOOLS = {"checkpoint", "history", "changes", "diff", "undo_file", "undo_turn", "
 Call = Callable[..., Awaitable[CallToolResult]]
 
 
-def state(root: Path) -> dict[str, tuple[str, bytes]]:
-    out: dict[str, tuple[str, bytes]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, root)
-            if stat.S_ISDIR(os.lstat(full).st_mode):
-                out[rel] = ("d", b"")
-            else:
-                out[rel] = ("f", Path(full).read_bytes())
-    return out
 
 
 def text(result: CallToolResult) -> str:
@@ -94,13 +82,13 @@ def test_tools_checkpoint_diff_rewind(tb: CLI, ws_dir: Path, store_dir: Path) ->
 
         cp = ok(await call("checkpoint", label="before the edits"))
         assert cp["step"] == 1 and cp["session"] == "default" and len(cp["id"]) == 64
-        s0 = state(ws_dir)
+        s0 = files_state(ws_dir)
 
         (ws_dir / "a.txt").write_text("one\ntwo\n")
         (ws_dir / "b.txt").unlink()
         (ws_dir / "c").mkdir()
         (ws_dir / "c" / "new.txt").write_text("new\n")
-        s1 = state(ws_dir)
+        s1 = files_state(ws_dir)
 
         d = ok(await call("diff", from_ref=cp["id"][:10]))
         assert {(f["path"], f["status"]) for f in d["files"]} == {
@@ -113,7 +101,7 @@ def test_tools_checkpoint_diff_rewind(tb: CLI, ws_dir: Path, store_dir: Path) ->
         assert plan["dry_run"] is True and plan["pre_rewind"] is None
         assert {(i["action"], i["path"]) for i in plan["plan"]} >= {
             ("M", "a.txt"), ("D", "b.txt"), ("A", "c/new.txt")}
-        assert state(ws_dir) == s1
+        assert files_state(ws_dir) == s1
 
         cli = tb("rewind", "--to", "deadbeef", check=2).stderr.strip()
         assert cli.startswith("takeback: error: ")
@@ -125,13 +113,13 @@ def test_tools_checkpoint_diff_rewind(tb: CLI, ws_dir: Path, store_dir: Path) ->
         assert bad.structured_content["exit_code"] == 2
         bad = await call("diff", from_ref="turn:99")
         assert bad.is_error and "no turn 99" in text(bad)
-        assert state(ws_dir) == s1
+        assert files_state(ws_dir) == s1
 
         done = ok(await call("rewind", ref="1", dry_run=False))
         assert done["dry_run"] is False and done["pre_rewind"]
-        assert state(ws_dir) == s0
+        assert files_state(ws_dir) == s0
         ok(await call("rewind", ref=done["pre_rewind"], dry_run=False))
-        assert state(ws_dir) == s1
+        assert files_state(ws_dir) == s1
         ok(await call("rewind", ref=cp["id"], paths=["b.txt"], dry_run=False))
         assert (ws_dir / "b.txt").read_text() == "bee\n" and (ws_dir / "c").exists()
 

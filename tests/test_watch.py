@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from .conftest import CLI, SRC
+from .conftest import CLI, SRC, files_state
 
 CHILD = """\
 import os, sys, time
@@ -33,17 +32,6 @@ sys.exit(3)
 """
 
 
-def state(root: Path) -> dict[str, tuple[str, bytes]]:
-    out: dict[str, tuple[str, bytes]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, root)
-            if stat.S_ISDIR(os.lstat(full).st_mode):
-                out[rel] = ("d", b"")
-            else:
-                out[rel] = ("f", Path(full).read_bytes())
-    return out
 
 
 def test_steps_match_the_pauses_and_rewind_is_exact(tb: CLI, ws_dir: Path,
@@ -52,7 +40,7 @@ def test_steps_match_the_pauses_and_rewind_is_exact(tb: CLI, ws_dir: Path,
     (ws_dir / ".gitignore").write_text("ignored/\n")
     script = tmp_path / "agent.py"
     script.write_text(CHILD)
-    s0 = state(ws_dir)
+    s0 = files_state(ws_dir)
     proc = tb("watch", "--settle", "250", "--json", "-m", "agent run", "--",
               sys.executable, str(script), "1.0", check=3)
     result = json.loads(proc.stdout)
@@ -68,18 +56,18 @@ def test_steps_match_the_pauses_and_rewind_is_exact(tb: CLI, ws_dir: Path,
         "sub/b.txt": "created", "c.txt": "created"}  # a.txt came and went
     assert "recorded turn" not in proc.stderr  # --json: the summary is the document
 
-    final = state(ws_dir)
+    final = files_state(ws_dir)
     s1 = dict(s0, **{"a.txt": ("f", b"A\n"), "sub": ("d", b""), "sub/b.txt": ("f", b"B\n")})
     s2 = dict(s1, **{"a.txt": ("f", b"A\nmore\n"), "c.txt": ("f", b"C\n")})
     assert final == {k: v for k, v in s2.items() if k != "a.txt"}
     for ref, want in [("1", s0), ("2", s1), ("3", s2), (steps[-1]["after"], final),
                       ("start", s0), (steps[0]["before"], s0)]:
         tb("rewind", "--to", ref)
-        assert state(ws_dir) == want, ref
+        assert files_state(ws_dir) == want, ref
 
     tb("rewind", "--to", steps[-1]["after"])
     out = tb("undo").stdout  # the whole run was one turn
-    assert out.startswith("Undid turn 1.") and state(ws_dir) == s0
+    assert out.startswith("Undid turn 1.") and files_state(ws_dir) == s0
 
 
 def test_quiet_activity_out_of_scope_makes_no_step(tb: CLI, ws_dir: Path) -> None:

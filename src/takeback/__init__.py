@@ -46,7 +46,8 @@ _WHERE = {
     "Step": "workspace", "StepInfo": "model", "StoreCorruptError": "errors",
     "StoreError": "errors", "StoreMissingError": "errors", "StoreVersionError": "errors",
     "TakebackError": "errors", "Turn": "workspace", "TurnInfo": "model",
-    "TurnOpResult": "ops", "UsageError": "errors", "Workspace": "workspace", "find_root": "workspace",
+    "TurnOpResult": "ops", "UsageError": "errors", "Workspace": "workspace",
+    "find_root": "workspace",
 }
 
 __all__ = [

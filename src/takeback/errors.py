@@ -22,6 +22,7 @@ that turns an exception into a process exit code.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 
 class TakebackError(Exception):
@@ -32,6 +33,15 @@ class TakebackError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the machine form of the error (``--json`` and MCP tool errors)."""
+        doc: dict[str, Any] = {"error": type(self).__name__, "message": self.message,
+                               "exit_code": self.exit_code}
+        for name in ("conflicts", "restored", "failed", "undo_id"):
+            if hasattr(self, name):
+                doc[name] = getattr(self, name)
+        return doc
 
 
 class UsageError(TakebackError):

@@ -212,13 +212,7 @@ def _report(ctx: Ctx, e: TakebackError) -> int:
     from ..errors import ConflictError, RestoreError
 
     if ctx.json:
-        doc: dict[str, Any] = {"error": type(e).__name__, "message": e.message,
-                               "exit_code": e.exit_code}
-        if isinstance(e, ConflictError):
-            doc["conflicts"] = e.conflicts
-        if isinstance(e, RestoreError):
-            doc.update(restored=e.restored, failed=e.failed, undo_id=e.undo_id)
-        ctx.emit_json(doc)
+        ctx.emit_json(e.to_json())
     if isinstance(e, RestoreError):
         print(f"takeback: error: {e.message}", file=sys.stderr)
         for p in e.restored:

@@ -25,7 +25,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from .. import __version__
-from ..errors import ConflictError, RestoreError, TakebackError, UsageError
+from ..errors import TakebackError, UsageError
 
 if TYPE_CHECKING:
     from .. import PlanItem, Session, Workspace
@@ -58,12 +58,7 @@ class ServerConfig:
 
 def _error_result(e: BaseException) -> CallToolResult:
     if isinstance(e, TakebackError):
-        doc: dict[str, Any] = {"error": type(e).__name__, "message": e.message,
-                               "exit_code": e.exit_code}
-        if isinstance(e, ConflictError):
-            doc["conflicts"] = e.conflicts
-        if isinstance(e, RestoreError):
-            doc.update(restored=e.restored, failed=e.failed, undo_id=e.undo_id)
+        doc = e.to_json()
         message = e.message
     else:
         assert isinstance(e, OSError)
