@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from takeback.ops import Options, scan
-from takeback.scan import GRANULARITY_NS
+from takeback.scan import CACHE_KEY, GRANULARITY_NS
 from takeback.store import Store
 
 
@@ -100,3 +100,35 @@ def test_a_folder_that_vanishes_or_a_file_that_is_unreadable(tmp_path: Path) -> 
     assert result.files == 20
     os.mkfifo(root / "fifo")  # not a file, a link or a folder: out of scope
     assert scan(store, Options()).files == 20
+
+
+def test_rewriting_gits_index_does_not_relist_every_folder(tmp_path: Path) -> None:
+    import subprocess
+
+    root, store = make(tmp_path)
+    (root / ".gitignore").write_text("*.log\n")
+    (root / "d1" / "x.log").write_text("ignored\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    age(root)
+    scan(store, Options())
+    assert scan(store, Options()).changed_dirs == 0
+    subprocess.run(["git", "add", "-f", "d1/x.log"], cwd=root, check=True)  # a new index
+    after = scan(store, Options())
+    # Only the folder with an ignored entry asked the index, and x.log is now tracked.
+    assert after.changed_dirs == 2  # d1 and the root above it
+    from takeback.ops import lookup
+
+    assert lookup(store.objects.get_tree, after.tree, "d1/x.log") is not None
+    subprocess.run(["git", "rm", "-q", "--cached", "d1/x.log"], cwd=root, check=True)
+    again = scan(store, Options())
+    assert lookup(store.objects.get_tree, again.tree, "d1/x.log") is None
+
+
+def test_an_old_cache_format_is_dropped(tmp_path: Path) -> None:
+    root, store = make(tmp_path)
+    with store.meta.tx():
+        store.meta.set_kv("dirs-v0", b"old format")
+    scan(store, Options())
+    keys = [r[0] for r in store.meta.conn.execute("SELECT key FROM kv")]
+    assert keys == [CACHE_KEY]

@@ -42,6 +42,10 @@ def scan(store: Store, opts: Options) -> ScanResult:
         with meta.tx():
             meta.set_kv(CACHE_KEY, result.cache)
             meta.put_dircache(result.cache_rows)
+            # A cache of an older format is never read again: drop it with its rows.
+            if meta.drop_kv_except(CACHE_KEY, prefix="dirs-"):
+                meta.put_dircache({d: None for d in meta.dircache_dirs()
+                                   if d not in result.cache_rows})
     return result
 
 

@@ -40,14 +40,15 @@ from ._ignore import IgnoreRules
 GRANULARITY_NS = 1_000_000_000
 #: How many skipped (too large) files a snapshot names.
 SKIPPED_NAMED = 20
-CACHE_KEY = "dirs-v3"
+CACHE_KEY = "dirs-v4"
 
 #: What the cache keeps of one folder (a plain tuple: marshal stores it fast):
 #: listing key, names left out, ignored folders holding tracked files, stat key, subfolder
-#: names, subfolder tree ids, tree id, own kept-file count, own too-large file names.
+#: names, subfolder tree ids, tree id, own kept-file count, own too-large file names,
+#: whether its ignore decisions consulted git's index.
 _Fast = tuple[Any, ...]
-_LISTING, _SKIP, _PARTIAL, _STAT, _NAMES, _IDS, _TREE, _FILES, _LARGE = range(9)
-_FAST_LEN = 9
+_LISTING, _SKIP, _PARTIAL, _STAT, _NAMES, _IDS, _TREE, _FILES, _LARGE, _USES_INDEX = range(10)
+_FAST_LEN = 10
 
 
 @dataclass
@@ -59,9 +60,19 @@ class _Listing:
     listing_key: bytes
     skip: tuple[str, ...]
     partial: tuple[str, ...]
+    uses_index: bool
     stat_key: bytes
     kept: list[tuple[str, os.stat_result]]
     subdirs: list[tuple[str, int]]
+
+
+def _stat_sig(path: str) -> bytes:
+    """Name a file by its stat (size, mtime, inode), or ``-`` when it is absent."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return b"-"
+    return b"%s %d %d %d" % (os.fsencode(path), st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def _with_parents(paths: Iterable[str]) -> set[str]:
@@ -151,6 +162,7 @@ class Scanner:
         self._changed_dirs = 0
         self._new_trees: dict[str, Tree] = {}
         self._racy_ns = 0
+        self._index_sig = b"-"
 
     # -- entry point -----------------------------------------------------------------
 
@@ -216,22 +228,18 @@ class Scanner:
     def _root_key(self) -> bytes:
         """Digest of what the root's rules depend on besides the ignore files in the tree.
 
-        ``info/exclude`` and the index (tracked files are never ignored) are named by their
-        stat, so a change to either makes every folder decide its ignores afresh.
+        ``info/exclude`` is named by its stat, so a change to it makes every folder decide
+        its ignores afresh. The index is not part of it: agents rewrite the index all the
+        time (``git add``, ``commit``, ``checkout``), and only folders with an ignored
+        entry consult it (see ``_index_sig``).
         """
         parts = [b"env" if self.exclude_env else b"noenv"]
         gitdir = resolve_git_dir(self.root)
-        places = []
+        index_sig = b"-"
         if gitdir is not None:
-            places = [os.path.join(common_git_dir(gitdir), "info", "exclude"),
-                      os.path.join(gitdir, "index")]
-        for path in places:
-            try:
-                st = os.stat(path)
-                parts.append(b"%s %d %d %d" % (os.fsencode(path), st.st_size, st.st_mtime_ns,
-                                               st.st_ino))
-            except OSError:
-                parts.append(b"-")
+            parts.append(_stat_sig(os.path.join(common_git_dir(gitdir), "info", "exclude")))
+            index_sig = _stat_sig(os.path.join(gitdir, "index"))
+        self._index_sig = index_sig
         return _digest(*parts)
 
     def _index(self) -> GitIndex | None:
@@ -332,11 +340,18 @@ class Scanner:
             ti = self._read_small(absdir, ".takebackignore") if ".takebackignore" in names else None
             rules = rules.descend(rel, gi, ti)
             key = _digest(key, os.fsencode(rel), gi or b"-", ti or b"-")
-        listing_key = _digest(key, b"x" if excluded else b"", os.fsencode("\0".join(names)))
-        if old is not None and old[_LISTING] == listing_key:
-            skip, partial = old[_SKIP], old[_PARTIAL]
+        base_key = _digest(key, b"x" if excluded else b"", os.fsencode("\0".join(names)))
+        # A folder whose decisions consulted git's index (it has an ignored entry, which
+        # stays in scope if git tracks it) also depends on the index; others do not.
+        if old is not None and old[_USES_INDEX]:
+            listing_key = _digest(base_key, self._index_sig)
         else:
-            skip, partial = self._decide(rel, dirents, rules, excluded)
+            listing_key = base_key
+        if old is not None and old[_LISTING] == listing_key:
+            skip, partial, uses_index = old[_SKIP], old[_PARTIAL], old[_USES_INDEX]
+        else:
+            skip, partial, uses_index = self._decide(rel, dirents, rules, excluded)
+            listing_key = _digest(base_key, self._index_sig) if uses_index else base_key
         sigs: list[tuple[Any, ...]] = []
         kept: list[tuple[str, os.stat_result]] = []
         subdirs: list[tuple[str, int]] = []
@@ -357,7 +372,8 @@ class Scanner:
                 kept.append((name, st))
                 sigs.append((name, m, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
         stat_key = _digest(key, marshal.dumps(sigs))
-        return _Listing(rules, key, listing_key, skip, partial, stat_key, kept, subdirs)
+        return _Listing(rules, key, listing_key, skip, partial, uses_index, stat_key, kept,
+                        subdirs)
 
     def _walk(self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool,
               revisit: set[str] | None) -> str:
@@ -428,7 +444,7 @@ class Scanner:
         self._new_trees[tree_id] = tree
         self._new[rel] = (got.listing_key, got.skip, got.partial,
                           b"" if racy else got.stat_key, names, children, tree_id, files,
-                          tuple(large))
+                          tuple(large), got.uses_index)
         self._detail_out[rel] = marshal.dumps(new_detail)
         self._count(files, tuple(large))
         return tree_id
@@ -456,7 +472,7 @@ class Scanner:
             self._keep_subtree(prefix + name)
 
     def _decide(self, rel: str, dirents: list[os.DirEntry[str]], rules: IgnoreRules,
-                excluded: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+                excluded: bool) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
         """Return the names a folder leaves out, and its ignored folders git tracks files in.
 
         Left out: what the ignore rules match (unless git tracks it), ``.git``, our own
@@ -467,6 +483,7 @@ class Scanner:
         prefix = rel + "/" if rel else ""
         skip: list[str] = []
         partial: list[str] = []
+        uses_index = False
         for d in dirents:
             name = d.name
             path = prefix + name
@@ -478,6 +495,7 @@ class Scanner:
             except OSError:
                 is_dir = False
             if excluded or rules.ignored(path, is_dir):
+                uses_index = True
                 index = self._index()
                 if index is not None:
                     if is_dir and index.has_tracked_under(path):
@@ -486,7 +504,7 @@ class Scanner:
                     if not is_dir and index.is_tracked(path):
                         continue
                 skip.append(name)
-        return tuple(skip), tuple(partial)
+        return tuple(skip), tuple(partial), uses_index
 
     @staticmethod
     def _read_small(folder: str, name: str) -> bytes | None:

@@ -144,6 +144,22 @@ class MetaStore:
         """Store a cached value."""
         self.conn.execute("INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)", (key, value))
 
+    def drop_kv_except(self, keep: str, *, prefix: str) -> bool:
+        """Delete the cached values whose key starts with ``prefix``, but ``keep``.
+
+        Returns:
+            Whether anything was deleted.
+        """
+        cur = self.conn.execute(
+            "DELETE FROM kv WHERE substr(key, 1, ?) = ? AND key != ?",
+            (len(prefix), prefix, keep),
+        )
+        return cur.rowcount > 0
+
+    def dircache_dirs(self) -> list[str]:
+        """Return the folders that have a detailed stat cache row."""
+        return [r[0] for r in self.conn.execute("SELECT dir FROM dircache")]
+
     def get_dircache(self, dirs: Iterable[str]) -> dict[str, bytes]:
         """Return the detailed stat cache rows of some folders."""
         out: dict[str, bytes] = {}
