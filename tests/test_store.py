@@ -88,3 +88,44 @@ def test_store_files_are_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o700
     for p in path.iterdir():
         assert stat.S_IMODE(p.stat().st_mode) == 0o600, p.name
+
+
+def test_a_new_version_is_stored_as_a_small_delta_and_reads_back_exactly(tmp_path: Path) -> None:
+    import random
+
+    from takeback.store._objects import MAX_DEPTH
+
+    store = Store.open(str(tmp_path / "s"), "/r", create=True)
+    rng = random.Random(5)
+    text = "".join(f"line {rng.random()}\n" for _ in range(400)).encode()
+    ids = [store.objects.put("blob", text)]
+    versions = [text]
+    for i in range(MAX_DEPTH + 3):  # longer than a chain may be
+        text = text.replace(b"line", b"LINE", 1) + b"edit %d\n" % i
+        versions.append(text)
+        ids.append(store.objects.put("blob", text, base=ids[-1]))
+    store.close()
+    store = Store.open(str(tmp_path / "s"), "/r", create=False)
+    for oid, data in zip(ids, versions, strict=True):
+        assert store.objects.get(oid) == data
+    rows = dict(store.objects.conn.execute("SELECT oid, length(data) FROM objects"))
+    assert rows[ids[1]] < rows[ids[0]] // 20  # a delta, not a copy
+    depths = [d for (d,) in store.objects.conn.execute("SELECT depth FROM objects")]
+    assert max(depths) == MAX_DEPTH and 0 in depths[1:]  # the chain was cut and restarted
+    store.close()
+
+
+def test_a_damaged_base_fails_the_objects_built_on_it(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    store = Store.open(str(path), "/r", create=True)
+    base = store.objects.put("blob", b"x" * 5000 + b"tail\n")
+    child = store.objects.put("blob", b"x" * 5000 + b"tail, edited\n", base=base)
+    store.close()
+    conn = sqlite3.connect(path / "objects.db")
+    conn.execute("UPDATE objects SET data=? WHERE oid=?", (b"garbage", base))
+    conn.commit()
+    conn.close()
+    store = Store.open(str(path), "/r", create=False)
+    with pytest.raises(StoreCorruptError):
+        store.objects.get(child)
+    store.close()

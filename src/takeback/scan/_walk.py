@@ -124,7 +124,8 @@ class Scanner:
 
     Args:
         root: the workspace root (absolute, real).
-        put: stores an object (kind, bytes, known id or None) and returns its id.
+        put: stores an object (kind, bytes, known id or None, the id of an earlier version
+            to store it as a delta against, or None) and returns its id.
         cache_get: returns the cached folder digests (or None).
         dircache_get: returns the detailed rows of some folders.
         max_file_bytes: files larger than this are counted and named, not kept.
@@ -136,7 +137,7 @@ class Scanner:
         self,
         root: str,
         *,
-        put: Callable[[str, bytes, str | None], str],
+        put: Callable[[str, bytes, str | None, str | None], str],
         cache_get: Callable[[str], bytes | None],
         dircache_get: Callable[[Iterable[str]], dict[str, bytes]],
         max_file_bytes: int,
@@ -422,7 +423,9 @@ class Scanner:
                 kind, mode, raw, size = cached[1]
                 entry = Entry(kind, mode, raw.hex(), size)
             else:
-                found = self._read_entry(prefix + name, st)
+                # The previous version of the file, if any, is the base of a delta.
+                prev = cached[1][2].hex() if cached is not None and cached[1][2] else None
+                found = self._read_entry(prefix + name, st, prev)
                 if found is None:
                     continue
                 entry, sig = found
@@ -440,7 +443,7 @@ class Scanner:
                 files += 1
         for (name, mode), cid in zip(got.subdirs, children, strict=True):
             tree[name] = Entry(DIR, mode, cid, 0)
-        tree_id = self._put("tree", encode_tree(tree), None)
+        tree_id = self._put("tree", encode_tree(tree), None, old[_TREE] if old else None)
         self._new_trees[tree_id] = tree
         self._new[rel] = (got.listing_key, got.skip, got.partial,
                           b"" if racy else got.stat_key, names, children, tree_id, files,
@@ -516,7 +519,8 @@ class Scanner:
 
     # -- one file --------------------------------------------------------------------
 
-    def _read_entry(self, rel: str, st: os.stat_result) -> tuple[Entry, tuple[int, ...]] | None:
+    def _read_entry(self, rel: str, st: os.stat_result, base: str | None = None
+                    ) -> tuple[Entry, tuple[int, ...]] | None:
         """Hash (and store) a file or symlink; None if it vanished."""
         path = os.path.join(self.root, rel)
         sig: tuple[int, ...] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
@@ -529,7 +533,7 @@ class Scanner:
             except OSError as e:
                 raise ScanError(f"cannot read link {rel}: {e.strerror}", path=rel) from e
             self._hashed += 1
-            return Entry(LINK, 0o777, self._put("blob", target, None), len(target)), sig
+            return Entry(LINK, 0o777, self._put("blob", target, None, None), len(target)), sig
         mode = stat.S_IMODE(st.st_mode)
         if st.st_size > self.max_file_bytes:
             return Entry(LARGE, mode, "", st.st_size), sig
@@ -546,7 +550,7 @@ class Scanner:
                         st = os.lstat(path)
                     except FileNotFoundError:
                         return None
-                    return self._read_entry(rel, st)
+                    return self._read_entry(rel, st, base)
                 raise ScanError(f"cannot read {rel}: {e.strerror}", path=rel) from e
             try:
                 with os.fdopen(fd, "rb") as f:
@@ -564,4 +568,4 @@ class Scanner:
         if len(data) > self.max_file_bytes:
             return Entry(LARGE, mode, "", len(data)), sig
         self._hashed += 1
-        return Entry(FILE, mode, self._put("blob", data, None), len(data)), sig
+        return Entry(FILE, mode, self._put("blob", data, None, base), len(data)), sig

@@ -3,6 +3,14 @@
 An object is named by the SHA-256 of its content, written once, compressed with zstd, and
 checked against its name on every read. Packing small objects into one database avoids the
 cost of one file per object (slow to write, and very slow to delete, on big trees).
+
+Deltas, as git's packs have them: a new version of a file or a folder's tree may be
+compressed with the previous version (its *base*) as a zstd dictionary, when that comes
+out smaller. A tree that changed in one entry then costs tens of bytes instead of a
+kilobyte of hashes that do not compress. Reading such an object reads its base first;
+chains are at most ``MAX_DEPTH`` long, and the hash check is on the full content, so a
+damaged base is caught like any damaged object. Nothing deletes an object yet; a future
+``gc`` must keep every base that a kept object names.
 """
 
 from __future__ import annotations
@@ -21,12 +29,24 @@ CREATE TABLE IF NOT EXISTS objects(
     oid TEXT PRIMARY KEY,
     kind TEXT NOT NULL,
     size INTEGER NOT NULL,
-    data BLOB NOT NULL
+    data BLOB NOT NULL,
+    base TEXT,
+    depth INTEGER NOT NULL DEFAULT 0
 );
 """
 
 _BATCH_BYTES = 32 << 20
 _TREE_CACHE = 4096
+_RAW_CACHE = 64
+#: The longest chain of deltas a read may have to follow.
+MAX_DEPTH = 16
+#: Below this size a delta saves too little to be worth a base read.
+_MIN_DELTA = 256
+#: Above this size a base is not read back to compress against (memory and time).
+_MAX_DELTA = 4 << 20
+
+#: A pending object: kind, raw size, packed bytes, base id (or None), chain depth.
+_Pending = tuple[str, int, bytes, str | None, int]
 
 
 class ObjectStore:
@@ -36,13 +56,28 @@ class ObjectStore:
         self.conn = conn
         self.path = path
         conn.executescript(_SCHEMA)
+        cols = {r[1] for r in conn.execute("PRAGMA table_info(objects)")}
+        if "base" not in cols:  # a store made before deltas: the columns are added
+            conn.execute("ALTER TABLE objects ADD COLUMN base TEXT")
+            conn.execute("ALTER TABLE objects ADD COLUMN depth INTEGER NOT NULL DEFAULT 0")
         # zstandard loads on first use: an unchanged snapshot neither writes nor reads an
         # object, and start-up time is paid on every hook call.
+        self._zstd: Any = None
         self._cctx: Any = None
         self._dctx: Any = None
-        self._pending: dict[str, tuple[str, int, bytes]] = {}
+        self._pending: dict[str, _Pending] = {}
         self._pending_bytes = 0
         self._trees: OrderedDict[str, Tree] = OrderedDict()
+        self._raw: OrderedDict[str, bytes] = OrderedDict()
+
+    def _z(self) -> Any:
+        if self._zstd is None:
+            import zstandard
+
+            self._zstd = zstandard
+            self._cctx = zstandard.ZstdCompressor(level=3)
+            self._dctx = zstandard.ZstdDecompressor()
+        return self._zstd
 
     # -- writing ---------------------------------------------------------------------
 
@@ -53,32 +88,59 @@ class ObjectStore:
         row = self.conn.execute("SELECT 1 FROM objects WHERE oid=?", (oid,)).fetchone()
         return row is not None
 
-    def put(self, kind: str, data: bytes, oid: str | None = None) -> str:
-        """Add an object (if new) and return its id; ``oid`` may pass a hash already known."""
+    def put(self, kind: str, data: bytes, oid: str | None = None,
+            base: str | None = None) -> str:
+        """Add an object (if new) and return its id.
+
+        Args:
+            kind: ``blob`` or ``tree``.
+            data: the content.
+            oid: its SHA-256, when the caller has it already.
+            base: the id of an earlier version, to store this one as a delta against.
+        """
         if oid is None:
             oid = hashlib.sha256(data).hexdigest()
         if self.has(oid):
             return oid
-        if self._cctx is None:
-            import zstandard
-
-            self._cctx = zstandard.ZstdCompressor(level=3)
+        z = self._z()
         packed = self._cctx.compress(data)
-        self._pending[oid] = (kind, len(data), packed)
+        used: str | None = None
+        depth = 0
+        if base is not None and base != oid and _MIN_DELTA <= len(data) <= _MAX_DELTA:
+            base_depth = self._depth(base)
+            if base_depth is not None and base_depth < MAX_DEPTH:
+                try:
+                    base_data = self.get(base)
+                except StoreCorruptError:
+                    base_data = b""
+                if base_data and len(base_data) <= _MAX_DELTA:
+                    d = z.ZstdCompressionDict(base_data, dict_type=z.DICT_TYPE_RAWCONTENT)
+                    delta = z.ZstdCompressor(level=3, dict_data=d).compress(data)
+                    if len(delta) < len(packed):
+                        packed, used, depth = delta, base, base_depth + 1
+        self._pending[oid] = (kind, len(data), packed, used, depth)
         self._pending_bytes += len(packed)
         if self._pending_bytes >= _BATCH_BYTES:
             self.flush()
         return oid
 
+    def _depth(self, oid: str) -> int | None:
+        pending = self._pending.get(oid)
+        if pending is not None:
+            return pending[4]
+        row = self.conn.execute("SELECT depth FROM objects WHERE oid=?", (oid,)).fetchone()
+        return None if row is None else int(row[0])
+
     def flush(self) -> None:
-        """Commit pending objects in one transaction (blobs before trees, in put order)."""
+        """Commit pending objects in one transaction (in put order: a base comes first)."""
         if not self._pending:
             return
-        rows = [(oid, kind, size, data) for oid, (kind, size, data) in self._pending.items()]
+        rows = [(oid, *p) for oid, p in self._pending.items()]
         try:
             with Tx(self.conn) as c:
                 c.executemany(
-                    "INSERT OR IGNORE INTO objects(oid, kind, size, data) VALUES (?,?,?,?)", rows
+                    "INSERT OR IGNORE INTO objects(oid, kind, size, data, base, depth) "
+                    "VALUES (?,?,?,?,?,?)", rows,
                 )
         finally:
             # Written or not, these are dropped: a failed batch fails its snapshot, and
@@ -88,28 +150,39 @@ class ObjectStore:
 
     # -- reading ---------------------------------------------------------------------
 
-    def get(self, oid: str) -> bytes:
+    def get(self, oid: str, *, _depth: int = 0) -> bytes:
         """Return an object's bytes, checked against its id.
 
         Raises:
             StoreCorruptError: missing, undecodable, or its hash differs from its id.
         """
+        cached = self._raw.get(oid)
+        if cached is not None:
+            self._raw.move_to_end(oid)
+            return cached
         pending = self._pending.get(oid)
         if pending is not None:
-            packed = pending[2]
+            packed, base = pending[2], pending[3]
         else:
-            row = self.conn.execute("SELECT data FROM objects WHERE oid=?", (oid,)).fetchone()
+            row = self.conn.execute(
+                "SELECT data, base FROM objects WHERE oid=?", (oid,)
+            ).fetchone()
             if row is None:
                 raise StoreCorruptError(f"store object {oid[:12]} is missing", path=self.path,
                                         expected=oid)
-            packed = row[0]
-        import zstandard
-
-        if self._dctx is None:
-            self._dctx = zstandard.ZstdDecompressor()
+            packed, base = row
+        z = self._z()
         try:
-            data: bytes = self._dctx.decompress(packed)
-        except zstandard.ZstdError as e:
+            if base is None:
+                data: bytes = self._dctx.decompress(packed)
+            else:
+                if _depth > MAX_DEPTH:
+                    raise StoreCorruptError(f"store object {oid[:12]} has a delta loop",
+                                            path=self.path, expected=oid)
+                d = z.ZstdCompressionDict(self.get(base, _depth=_depth + 1),
+                                          dict_type=z.DICT_TYPE_RAWCONTENT)
+                data = z.ZstdDecompressor(dict_data=d).decompress(packed)
+        except z.ZstdError as e:
             raise StoreCorruptError(
                 f"store object {oid[:12]} is damaged: {e}", path=self.path, expected=oid
             ) from e
@@ -119,6 +192,11 @@ class ObjectStore:
                 f"store object {oid[:12]} fails its hash check (got {actual[:12]})",
                 path=self.path, expected=oid, actual=actual,
             )
+        if base is not None or len(data) <= _MIN_DELTA * 64:
+            # Bases of deltas are read again and again along a chain: keep a few.
+            self._raw[oid] = data
+            if len(self._raw) > _RAW_CACHE:
+                self._raw.popitem(last=False)
         return data
 
     def get_tree(self, oid: str) -> Tree:
@@ -139,8 +217,3 @@ class ObjectStore:
     def all_ids(self) -> list[str]:
         """Return every object id (for fsck and gc)."""
         return [r[0] for r in self.conn.execute("SELECT oid FROM objects")]
-
-    def delete(self, oids: list[str]) -> None:
-        """Remove objects (only gc calls this, under the exclusive lock)."""
-        with Tx(self.conn) as c:
-            c.executemany("DELETE FROM objects WHERE oid=?", [(o,) for o in oids])
