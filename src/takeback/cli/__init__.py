@@ -30,9 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code is not None:
             return code
     # Imported here: `--version` and hook calls never pay for the parser and its commands.
-    from ._app import build_parser, run
+    from ._app import build_parser, command_in, run
 
-    return run(build_parser(), args)
+    return run(build_parser(command_in(args)), args)
 
 
 __all__ = ["main"]

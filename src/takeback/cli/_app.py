@@ -57,21 +57,39 @@ def common_options() -> _Parser:
     return p
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the full parser (each command module adds its own arguments)."""
+_VALUED = ("--root", "--store", "--session", "--max-file-bytes")
+
+
+def command_in(argv: list[str]) -> str | None:
+    """Return the command named in ``argv`` (the first word that is no option's value)."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word in _VALUED:
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Return the parser; with ``only``, just that command's (start-up is paid per call)."""
+    from . import integrations_cmd
+
+    registry = {**COMMANDS, **integrations_cmd.COMMANDS}
     common = common_options()
     parser = _Parser(prog="takeback", parents=[common],
                      description="Record what an agent does to a folder and take it back.")
     parser.add_argument("-V", "--version", action="store_true", help="print the version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name, module in COMMANDS.items():
+    names = [only] if only in registry else list(registry)
+    for name in names:
+        module = registry[name]
         mod = importlib.import_module(f".{module}", __package__)
         sp = sub.add_parser(name, parents=[common], help=mod.HELP, description=mod.HELP)
         mod.add_arguments(sp)
         sp.set_defaults(_module=module, _after_dashdash=getattr(mod, "AFTER_DASHDASH", None))
-    from . import integrations_cmd
-
-    integrations_cmd.register(sub, common)
     return parser
 
 
