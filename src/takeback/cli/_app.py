@@ -39,7 +39,7 @@ class ArgError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # noqa: D102 - argparse's hook
-        raise ArgError(f"{self.prog}: {message}")
+        raise ArgError(f"{self.prog}: error: {message}")
 
 
 def common_options() -> _Parser:
@@ -191,10 +191,11 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         if tail is not None:
             kind = getattr(args, "_after_dashdash", None)
             if kind is None:
-                raise ArgError(f"takeback: unexpected arguments after --: {' '.join(tail)}")
+                raise ArgError(
+                    f"takeback: error: unexpected arguments after --: {' '.join(tail)}")
             setattr(args, kind, list(getattr(args, kind, None) or []) + tail)
     except ArgError as e:
-        print(f"takeback: error: {e}", file=sys.stderr)
+        print(e, file=sys.stderr)
         return 2
     if getattr(args, "version", False):
         from .. import __version__
