@@ -117,16 +117,6 @@ class SafeRoot:
         finally:
             os.close(fd)
 
-    def lstat(self, rel: str) -> os.stat_result | None:
-        """Return the entry's own stat (never a link's target), or None when it is absent."""
-        try:
-            with self.parent(rel) as (fd, name):
-                return os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except PathError:
-            return None
-
     def write_file(self, rel: str, data: bytes, mode: int) -> None:
         """Put a regular file with ``data`` and permission bits ``mode`` at ``rel``.
 
@@ -207,16 +197,6 @@ class SafeRoot:
                 return False
             raise
         return True
-
-    def read_file(self, rel: str) -> bytes | None:
-        """Read a regular file's bytes without following a symlink; None when absent."""
-        try:
-            with self.parent(rel) as (pfd, name):
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
-                with os.fdopen(fd, "rb") as f:
-                    return f.read()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
 
 
 def to_rel(root: str, path: str, *, base: str | None = None) -> str:

@@ -8,7 +8,6 @@ folder or environment here: the caller passes ``root`` and, optionally, ``store`
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -300,11 +299,6 @@ class Workspace:
             done = ops.apply_plan(store, plan, pre=pre.id, on_progress=on_progress)
         return RewindResult(plan, target, resolved.note, False, pre.id, done.restored,
                             done.not_restored, done.kept_dirs)
-
-
-def entry_mode_text(mode: int) -> str:
-    """Return ``rwxr-xr-x``-style text for permission bits (for people)."""
-    return stat.filemode(mode)[1:]
 
 
 # Imported last: the session module builds on Workspace.

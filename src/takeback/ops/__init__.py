@@ -7,7 +7,7 @@ from ._patch import is_binary, line_counts
 from ._refs import Resolved, resolve
 from ._restore import RestoreResult, apply_plan, make_plan
 from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, record, scan, take
-from ._treediff import diff_trees, lookup, under, walk_files
+from ._treediff import diff_trees, lookup, under
 from ._turns import (
     TurnOpResult,
     begin_turn,
@@ -53,5 +53,4 @@ __all__ = [
     "under",
     "undo",
     "unrevert",
-    "walk_files",
 ]

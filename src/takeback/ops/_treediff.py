@@ -69,15 +69,6 @@ def lookup(get_tree: Callable[[str], Tree], tree: str, path: str) -> Entry | Non
     return None
 
 
-def walk_files(get_tree: Callable[[str], Tree], tree: str, prefix: str = ""
-               ) -> Iterator[tuple[str, Entry]]:
-    """Yield (path, entry) for every entry of a tree, folders included, parents first."""
-    for name, e in sorted(get_tree(tree).items()):
-        yield prefix + name, e
-        if e.kind == DIR:
-            yield from walk_files(get_tree, e.oid, prefix + name + "/")
-
-
 def under(path: str, filters: list[str] | None) -> bool:
     """Return whether ``path`` is one of ``filters`` or lies below one (None: everything)."""
     if filters is None:

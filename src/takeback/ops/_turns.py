@@ -30,7 +30,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -595,8 +595,3 @@ def _tree_of(store: Store, snapshot_id: str | None) -> str | None:
         return None
     snap = store.meta.snapshot(snapshot_id)
     return None if snap is None else snap.tree
-
-
-def turn_numbers(store: Store, session: str) -> Sequence[int]:
-    """Return the numbers of a session's turns."""
-    return [int(r[0]) for r in store.meta.turn_rows(session)]

@@ -113,7 +113,6 @@ class ScanResult:
     duration_ms: int
     changed_dirs: int = 0
     hashed_files: int = 0
-    new_trees: dict[str, Tree] = field(default_factory=dict)
     #: What the caller saves once the objects are committed (None: the cache is as it was).
     cache: bytes | None = None
     cache_rows: dict[str, bytes | None] = field(default_factory=dict)
@@ -161,7 +160,6 @@ class Scanner:
         self._files = 0
         self._hashed = 0
         self._changed_dirs = 0
-        self._new_trees: dict[str, Tree] = {}
         self._racy_ns = 0
         self._index_sig = b"-"
 
@@ -223,7 +221,7 @@ class Scanner:
             skipped_count=self._large_count,
             duration_ms=int((time.monotonic() - t0) * 1000),
             changed_dirs=self._changed_dirs, hashed_files=self._hashed,
-            new_trees=self._new_trees, cache=cache, cache_rows=self._detail_out,
+            cache=cache, cache_rows=self._detail_out,
         )
 
     def _root_key(self) -> bytes:
@@ -444,7 +442,6 @@ class Scanner:
         for (name, mode), cid in zip(got.subdirs, children, strict=True):
             tree[name] = Entry(DIR, mode, cid, 0)
         tree_id = self._put("tree", encode_tree(tree), None, old[_TREE] if old else None)
-        self._new_trees[tree_id] = tree
         self._new[rel] = (got.listing_key, got.skip, got.partial,
                           b"" if racy else got.stat_key, names, children, tree_id, files,
                           tuple(large), got.uses_index)

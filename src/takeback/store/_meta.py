@@ -230,10 +230,6 @@ class MetaStore:
             args.append(limit)
         return [_snap(r) for r in self.conn.execute(sql, args)]
 
-    def trees_in_use(self) -> list[str]:
-        """Return the root tree of every snapshot (gc's roots)."""
-        return [r[0] for r in self.conn.execute("SELECT DISTINCT tree FROM snapshots")]
-
     # -- sessions and steps ----------------------------------------------------------
 
     def session(self, name: str) -> SessionInfo | None:

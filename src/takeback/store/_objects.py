@@ -213,7 +213,3 @@ class ObjectStore:
         if len(self._trees) > _TREE_CACHE:
             self._trees.popitem(last=False)
         return tree
-
-    def all_ids(self) -> list[str]:
-        """Return every object id (for fsck and gc)."""
-        return [r[0] for r in self.conn.execute("SELECT oid FROM objects")]
