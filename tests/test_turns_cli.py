@@ -246,7 +246,7 @@ def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path
     doc = as_json(tb("undo", "--json"))
     assert doc == {"schema": 1, "op": "undo", "nothing": False, "turns": [1],
                    "pre": doc["pre"], "restored": ["a.txt", "b.txt"], "not_restored": [],
-                   "conflicts": []}
+                   "conflicts": [], "left": {}}
     doc = as_json(tb("redo", "--json"))
     assert doc["op"] == "redo" and doc["restored"] == ["a.txt", "b.txt"]
     assert as_json(tb("redo", "--json"))["nothing"] is True

@@ -117,6 +117,28 @@ class SafeRoot:
         finally:
             os.close(fd)
 
+    def lstat(self, rel: str) -> os.stat_result | None:
+        """Return the entry's own stat (never a link's target), or None when it is absent.
+
+        Raises:
+            PathError: reaching it would go through a symlink or a non-folder.
+        """
+        try:
+            with self.parent(rel) as (fd, name):
+                return os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def read(self, rel: str) -> bytes:
+        """Return a regular file's bytes, or a symlink's target, without following links."""
+        with self.parent(rel) as (pfd, name):
+            st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                return os.fsencode(os.readlink(name, dir_fd=pfd))
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+            with os.fdopen(fd, "rb") as f:
+                return f.read()
+
     def write_file(self, rel: str, data: bytes, mode: int) -> None:
         """Put a regular file with ``data`` and permission bits ``mode`` at ``rel``.
 

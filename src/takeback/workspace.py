@@ -38,6 +38,8 @@ class RewindResult:
     restored: list[str] = field(default_factory=list)
     not_restored: list[str] = field(default_factory=list)
     kept_dirs: list[str] = field(default_factory=list)
+    #: paths left as they are, and why (out of scope and in the way, never kept, ...)
+    left: dict[str, str] = field(default_factory=dict)
 
 
 def default_data_dir() -> str:
@@ -298,7 +300,7 @@ class Workspace:
             plan = ops.make_plan(store.objects.get_tree, pre.tree, target.tree, target.id, paths)
             done = ops.apply_plan(store, plan, pre=pre.id, on_progress=on_progress)
         return RewindResult(plan, target, resolved.note, False, pre.id, done.restored,
-                            done.not_restored, done.kept_dirs)
+                            done.not_restored, done.kept_dirs, done.left)
 
 
 # Imported last: the session module builds on Workspace.

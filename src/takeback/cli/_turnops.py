@@ -28,7 +28,8 @@ def report(ctx: Ctx, result: TurnOpResult) -> int:
     if ctx.json:
         ctx.emit_json({"op": result.kind, "nothing": result.nothing, "turns": result.turns,
                        "pre": result.pre, "restored": result.restored,
-                       "not_restored": result.not_restored, "conflicts": result.conflicts})
+                       "not_restored": result.not_restored, "conflicts": result.conflicts,
+                       "left": result.left})
         return 0
     if result.nothing:
         ctx.out(_NOTHING[result.kind])
@@ -41,5 +42,7 @@ def report(ctx: Ctx, result: TurnOpResult) -> int:
         ctx.out(f"  {p}  (overwrote changes made since)" if p in forced else f"  {p}")
     for p in result.not_restored:
         ctx.out(f"  not restored (never kept): {p}")
+    for p, why in sorted(result.left.items()):
+        ctx.out(f"  left as is: {p} ({why})")
     ctx.out(f"Snapshot before it: {sid(result.pre)} (takeback rewind --to {sid(result.pre)})")
     return 0

@@ -43,7 +43,7 @@ def run(ctx: Ctx) -> int:
             "counts": counts, "pre_rewind": result.pre, "restored": result.restored,
             "not_restored": list(result.not_restored) if not result.dry_run
             else list(plan.not_restorable),
-            "kept_dirs": result.kept_dirs,
+            "kept_dirs": result.kept_dirs, "left": result.left,
         })
         return 0
     if result.note:
@@ -56,12 +56,16 @@ def run(ctx: Ctx) -> int:
     if result.dry_run:
         for p in plan.not_restorable:
             ctx.out(f"not restored (never kept): {p}")
+        for p in plan.kept:
+            ctx.out(f"left as is: {p} (over the size limit, never kept)")
         ctx.out("dry run: nothing was written")
         return 0
     ctx.out(f"pre-rewind snapshot: {sid(result.pre)} "
             f"(undo this rewind with: takeback rewind --to {sid(result.pre)})")
     for p in result.not_restored:
         ctx.out(f"not restored (never kept): {p}")
+    for p, why in sorted(result.left.items()):
+        ctx.out(f"left as is: {p} ({why})")
     for d in result.kept_dirs:
         ctx.out(f"kept folder {d}/ (it holds files out of scope)")
     ctx.out(f"Rewound to {sid(result.target.id)}.")

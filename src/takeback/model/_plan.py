@@ -23,7 +23,10 @@ class Plan:
 
     target: str
     items: tuple[PlanItem, ...]
+    #: paths the target needs but never kept (over the size limit)
     not_restorable: tuple[str, ...] = field(default=())
+    #: paths left as they are: files over the size limit now, which no snapshot keeps
+    kept: tuple[str, ...] = field(default=())
 
     def counts(self) -> dict[str, int]:
         """Return how many paths each action touches."""

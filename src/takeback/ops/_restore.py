@@ -13,6 +13,9 @@ is closed after its contents are in).
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +38,8 @@ class RestoreResult:
     restored: list[str] = field(default_factory=list)
     not_restored: list[str] = field(default_factory=list)
     kept_dirs: list[str] = field(default_factory=list)
+    #: paths left as they are, and why (out of scope and in the way, never kept, ...)
+    left: dict[str, str] = field(default_factory=dict)
 
 
 def make_plan(get_tree: Callable[[str], Tree], current: str, target: str, target_id: str,
@@ -51,6 +56,7 @@ def make_plan(get_tree: Callable[[str], Tree], current: str, target: str, target
     filters = list(paths) if paths is not None else None
     items: list[PlanItem] = []
     not_restorable: list[str] = []
+    kept: list[str] = []
     for path, old, new in diff_trees(get_tree, current, target):
         if not under(path, filters):
             continue
@@ -63,8 +69,14 @@ def make_plan(get_tree: Callable[[str], Tree], current: str, target: str, target
         if new is not None and new.kind == LARGE:
             not_restorable.append(path)
             continue
+        if old is not None and old.kind == LARGE:
+            # A file over the size limit was never kept: replacing or removing it would
+            # lose it for good, and no snapshot could bring it back. It stays as it is.
+            kept.append(path)
+            continue
         items.append(PlanItem(action, path, old, new))
-    return Plan(target=target_id, items=tuple(items), not_restorable=tuple(not_restorable))
+    return Plan(target=target_id, items=tuple(items), not_restorable=tuple(not_restorable),
+                kept=tuple(kept))
 
 
 def apply_plan(store: Store, plan: Plan, *, pre: str | None,
@@ -75,7 +87,8 @@ def apply_plan(store: Store, plan: Plan, *, pre: str | None,
         RestoreError: some writes failed; what was and was not restored is attached.
     """
     root = SafeRoot(store.root)
-    result = RestoreResult(plan=plan, pre=pre, not_restored=list(plan.not_restorable))
+    result = RestoreResult(plan=plan, pre=pre, not_restored=list(plan.not_restorable),
+                           left={p: "over the size limit, never kept" for p in plan.kept})
     # Every object the restore needs is read and checked before the first write, so a
     # damaged store refuses the restore instead of leaving it half done.
     blobs: dict[str, bytes] = {}
@@ -109,11 +122,31 @@ def apply_plan(store: Store, plan: Plan, *, pre: str | None,
             failed.append(path)
             return False
 
+    def unchanged(path: str, expected: Entry | None) -> bool:
+        """Whether the disk still holds what the plan was made from; if not, leave it.
+
+        Something where the plan saw nothing is out of scope (an ignored file, which no
+        snapshot keeps); something else where the plan saw a file changed after the
+        pre-rewind snapshot. Either would be lost if written over.
+        """
+        try:
+            ok = disk_matches(store, root, path, expected)
+        except (OSError, PathError):
+            ok = False
+        if not ok:
+            if expected is None:
+                result.left[path] = "out of scope (ignored) and in the way"
+            else:
+                result.left[path] = "changed during the rewind"
+                failed.append(path)
+        return ok
+
     removals = [i for i in plan.items if i.current is not None and
                 (i.target is None or _kind(i.current) != _kind(i.target))]
     for item in removals:
         if item.current is not None and item.current.kind != DIR:
-            if attempt(item.path, root.remove, item.path) and item.target is None:
+            if unchanged(item.path, item.current) and attempt(item.path, root.remove, item.path) \
+                    and item.target is None:
                 result.restored.append(item.path)
             tick()
     for item in sorted((i for i in removals if i.current is not None and i.current.kind == DIR),
@@ -133,10 +166,21 @@ def apply_plan(store: Store, plan: Plan, *, pre: str | None,
     dirs = [i for i in plan.items if i.target is not None and i.target.kind == DIR]
     for item in sorted(dirs, key=lambda i: i.path.count("/")):
         if item.current is None or item.current.kind != DIR:
-            attempt(item.path, root.make_dir, item.path, 0o700)
+            st = _lstat(root, item.path)
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                continue  # already there (made for a file below it)
+            if unchanged(item.path, None):
+                attempt(item.path, root.make_dir, item.path, 0o700)
+        elif item.current.mode != item.target.mode:  # type: ignore[union-attr]
+            # Open it to us while its contents are written (the final mode comes last).
+            attempt(item.path, root.chmod_dir, item.path, item.current.mode | 0o700)
     for item in plan.items:
         target = item.target
-        if target is None or target.kind == DIR:
+        if target is None or target.kind == DIR or item.path in result.left:
+            continue
+        same_kind = item.current is not None and _kind(item.current) == _kind(target)
+        if not unchanged(item.path, item.current if same_kind else None):
+            tick()
             continue
         if attempt(item.path, _write, store, root, item.path, target, blobs):
             result.restored.append(item.path)
@@ -154,6 +198,36 @@ def apply_plan(store: Store, plan: Plan, *, pre: str | None,
             restored=result.restored, failed=failed, undo_id=pre or "",
         )
     return result
+
+
+def _lstat(root: SafeRoot, path: str) -> os.stat_result | None:
+    try:
+        return root.lstat(path)
+    except PathError:
+        return None
+
+
+def disk_matches(store: Store, root: SafeRoot, path: str, expected: Entry | None) -> bool:
+    """Return whether the workspace holds ``expected`` at ``path`` (None: nothing there).
+
+    Files and links are compared by content hash, not by stat, so a write that landed
+    after the snapshot the caller planned from is always seen.
+    """
+    st = root.lstat(path)
+    if expected is None:
+        return st is None
+    if st is None:
+        return False
+    if expected.kind == DIR:
+        return stat.S_ISDIR(st.st_mode)
+    if expected.kind == LINK:
+        return stat.S_ISLNK(st.st_mode) and (
+            hashlib.sha256(root.read(path)).hexdigest() == expected.oid)
+    if not stat.S_ISREG(st.st_mode) or st.st_size != expected.size:
+        return False
+    if expected.kind == LARGE:
+        return True
+    return hashlib.sha256(root.read(path)).hexdigest() == expected.oid
 
 
 def _kind(e: Entry) -> str:

@@ -50,6 +50,7 @@ from ..model import (
 )
 from ..store import Store
 from ._patch import line_counts
+from ._restore import disk_matches
 from ._snapshot import Options, take
 from ._treediff import diff_trees, lookup
 
@@ -68,6 +69,9 @@ class TurnOpResult:
         restored: the paths it wrote or removed.
         not_restored: paths whose state to write was never kept (over the size limit).
         conflicts: paths changed since the record that ``force`` overwrote.
+        left: paths left as they are, and why: something out of scope (an ignored file)
+            or never kept (over the size limit) is in the way; ``force`` does not write
+            over these, since no snapshot could bring them back.
         nothing: true when there was nothing to do (nothing was written, no snapshot).
     """
 
@@ -78,6 +82,7 @@ class TurnOpResult:
     not_restored: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     nothing: bool = False
+    left: dict[str, str] = field(default_factory=dict)
 
 
 # -- reading one path ----------------------------------------------------------------
@@ -320,16 +325,26 @@ def _apply_moves(store: Store, opts: Options, session: str, kind: str, turns: li
     """
     pre = _pre_snapshot(store, opts, session, kind, turns)
     get_tree = store.objects.get_tree
+    root = SafeRoot(store.root)
     conflicts: list[str] = []
     todo: list[_Move] = []
     not_restored: list[str] = []
+    left: dict[str, str] = {}
     for path, expect, write in moves:
         now = lookup(get_tree, pre.tree, path)
         if _same(now, write):
             continue  # already as the operation would leave it
+        if now is None and _lstat(root, path) is not None:
+            left[path] = "out of scope (ignored) and in the way"
+            continue
         if write is not None and write.kind == LARGE:
             # Never kept, so never written: nothing of it can be overwritten either.
             not_restored.append(path)
+            continue
+        if now is not None and now.kind == LARGE and not _same(now, expect):
+            # A file over the size limit that the record does not know (not the turn's
+            # own output) was never kept: writing over it would lose it for good.
+            left[path] = "over the size limit, never kept"
             continue
         if not _same(now, expect):
             conflicts.append(path)
@@ -342,7 +357,6 @@ def _apply_moves(store: Store, opts: Options, session: str, kind: str, turns: li
             "\n".join(lines) + "\nnothing was written; use --force to overwrite",
             conflicts=conflicts,
         )
-    root = SafeRoot(store.root)
     restored: list[str] = []
     failed: list[str] = []
     # Every object is read (and checked) before the first write: a damaged store
@@ -356,6 +370,11 @@ def _apply_moves(store: Store, opts: Options, session: str, kind: str, turns: li
     todo.sort(key=lambda m: (0, -m[0].count("/")) if m[2] is None else (1, m[0].count("/")))
     for path, now, write in todo:
         try:
+            if not disk_matches(store, root, path, now):
+                # Written after the snapshot this was checked against: never overwrite it.
+                left[path] = "changed during the " + kind
+                failed.append(path)
+                continue
             if write is None:
                 if now is not None and now.kind == DIR:
                     if not root.remove_dir(path):
@@ -390,7 +409,14 @@ def _apply_moves(store: Store, opts: Options, session: str, kind: str, turns: li
         raise RestoreError(f"{kind} failed part way: {len(failed)} file(s) not written",
                            restored=restored, failed=failed, undo_id=pre.id)
     return TurnOpResult(kind, turns, pre.id, restored, not_restored,
-                        conflicts if force else [])
+                        conflicts if force else [], left=left)
+
+
+def _lstat(root: SafeRoot, path: str) -> object | None:
+    try:
+        return root.lstat(path)
+    except PathError:
+        return None
 
 
 def _prune_dirs(root: SafeRoot, path: str, before_tree: str | None,
