@@ -17,6 +17,7 @@ from ._fs import to_rel
 from .errors import PathError, ScanError, TakebackError, UsageError
 from .model import DIR, LARGE, Plan, SessionInfo, SnapshotInfo
 from .ops import DiffResult, FileDiff, Options, Resolved
+from .scan import TreeScope
 from .store import Store, default_store_path
 
 DEFAULT_SESSION = "default"
@@ -274,6 +275,11 @@ class Workspace:
 
     # -- taking back -------------------------------------------------------------------
 
+    def _scope_of(self, tree: str) -> TreeScope:
+        store = self.open_store()
+        return TreeScope(self.root, tree, get_tree=store.objects.get_tree,
+                         read_blob=store.objects.get, exclude_env=self.options.exclude_env)
+
     def rewind(self, to: str, *, paths: Sequence[str] | None = None, dry_run: bool = False,
                session: str = DEFAULT_SESSION,
                on_progress: Callable[[int, int], None] | None = None) -> RewindResult:
@@ -291,13 +297,14 @@ class Workspace:
         target = resolved.snapshot
         if dry_run:
             plan = ops.make_plan(store.objects.get_tree, self._now_tree(), target.tree,
-                                 target.id, paths)
+                                 target.id, paths, target_scope=self._scope_of(target.tree))
             return RewindResult(plan, target, resolved.note, True)
         with store.lock(exclusive=True):
             result = ops.scan(store, self.options)
             pre = ops.record(store, result, kind="pre-rewind", session=session,
                              message=f"before rewind to {target.id[:10]}")
-            plan = ops.make_plan(store.objects.get_tree, pre.tree, target.tree, target.id, paths)
+            plan = ops.make_plan(store.objects.get_tree, pre.tree, target.tree, target.id, paths,
+                                 target_scope=self._scope_of(target.tree))
             done = ops.apply_plan(store, plan, pre=pre.id, on_progress=on_progress)
         return RewindResult(plan, target, resolved.note, False, pre.id, done.restored,
                             done.not_restored, done.kept_dirs, done.left)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from .._fs import SafeRoot
 from ..errors import PathError, RestoreError
 from ..model import DIR, LARGE, LINK, Entry, Plan, PlanItem, Tree
+from ..scan import TreeScope
 from ..store import Store
 from ._treediff import diff_trees, under
 
@@ -43,7 +44,8 @@ class RestoreResult:
 
 
 def make_plan(get_tree: Callable[[str], Tree], current: str, target: str, target_id: str,
-              paths: Sequence[str] | None = None) -> Plan:
+              paths: Sequence[str] | None = None, *,
+              target_scope: TreeScope | None = None) -> Plan:
     """Return the plan that turns tree ``current`` into tree ``target``.
 
     Args:
@@ -52,6 +54,7 @@ def make_plan(get_tree: Callable[[str], Tree], current: str, target: str, target
         target: the tree to restore.
         target_id: the snapshot id, for the record.
         paths: restrict the plan to these paths and what lies below them.
+        target_scope: the target's own ignore rules; a path they leave out is not removed.
     """
     filters = list(paths) if paths is not None else None
     items: list[PlanItem] = []
@@ -68,6 +71,11 @@ def make_plan(get_tree: Callable[[str], Tree], current: str, target: str, target
             action = "D"
         if new is not None and new.kind == LARGE:
             not_restorable.append(path)
+            continue
+        if new is None and target_scope is not None and target_scope.ignored(
+                path, is_dir=old is not None and old.kind == DIR):
+            # Absent from the target because its rules left it out, not because it did
+            # not exist: it was never part of that state, so it is not removed.
             continue
         if old is not None and old.kind == LARGE:
             # A file over the size limit was never kept: replacing or removing it would

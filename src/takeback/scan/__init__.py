@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._scope import in_scope
+from ._scope import TreeScope, in_scope
 from ._walk import CACHE_KEY, GRANULARITY_NS, Scanner, ScanResult
 
-__all__ = ["CACHE_KEY", "GRANULARITY_NS", "ScanResult", "Scanner", "in_scope"]
+__all__ = ["CACHE_KEY", "GRANULARITY_NS", "ScanResult", "Scanner", "TreeScope", "in_scope"]

@@ -7,7 +7,9 @@ applied along the path from the root.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
+from ..model import DIR, FILE, Tree
 from ._gitindex import GitIndex
 from ._ignore import IgnoreRules
 
@@ -60,3 +62,64 @@ def in_scope(root: str, rel: str, *, exclude_env: bool = True, is_dir: bool = Fa
             return index.is_tracked(rel) if not is_dir else index.has_tracked_under(rel)
         here = path
     return True
+
+
+class TreeScope:
+    """Whether paths are in scope in a recorded state, by the ignore files of its tree.
+
+    A path absent from a snapshot may have been absent, or ignored then. A restore to that
+    snapshot must remove only the first kind: what the state's own rules leave out was
+    never part of it. ``info/exclude``, the built-in rules and git's index are read from
+    the workspace as it is now.
+    """
+
+    def __init__(self, root: str, tree: str, *, get_tree: Callable[[str], Tree],
+                 read_blob: Callable[[str], bytes], exclude_env: bool = True) -> None:
+        self._root = root
+        self._tree = tree
+        self._get_tree = get_tree
+        self._read = read_blob
+        self._base = IgnoreRules.for_root(root, exclude_env=exclude_env)
+        self._rules: dict[str, tuple[IgnoreRules, str | None]] = {}
+        self._index: GitIndex | None | bool = False
+
+    def _inside(self, folder: str) -> tuple[IgnoreRules, str | None]:
+        """Rules in force inside ``folder`` (its own ignore files included), and its tree."""
+        got = self._rules.get(folder)
+        if got is not None:
+            return got
+        tree_id: str | None
+        if folder == "":
+            rules, tree_id = self._base, self._tree
+        else:
+            parent, _, name = folder.rpartition("/")
+            rules, parent_tree = self._inside(parent)
+            sub = self._get_tree(parent_tree).get(name) if parent_tree else None
+            tree_id = sub.oid if sub is not None and sub.kind == DIR else None
+        tree = self._get_tree(tree_id) if tree_id else {}
+        files: list[bytes | None] = []
+        for name in (".gitignore", ".takebackignore"):
+            e = tree.get(name)
+            files.append(self._read(e.oid) if e is not None and e.kind == FILE else None)
+        got = (rules.descend(folder, files[0], files[1]), tree_id)
+        self._rules[folder] = got
+        return got
+
+    def ignored(self, rel: str, *, is_dir: bool) -> bool:
+        """Return whether the state's rules leave ``rel`` (or a folder above it) out."""
+        parts = rel.split("/")
+        for i in range(len(parts)):
+            here = "/".join(parts[:i])
+            path = "/".join(parts[: i + 1])
+            rules, _tree = self._inside(here)
+            last = i == len(parts) - 1
+            if rules.ignored(path, is_dir if last else True):
+                if self._index is False:
+                    self._index = GitIndex.load(self._root)
+                index = self._index
+                if isinstance(index, GitIndex) and (
+                    index.is_tracked(rel) or (is_dir and index.has_tracked_under(rel))
+                ):
+                    return False
+                return True
+        return False
