@@ -66,7 +66,7 @@ class CLI:
         proc = subprocess.run(
             [sys.executable, "-m", "takeback", *args], cwd=cwd or self.root, env=full_env,
             input=input.decode() if input is not None else None, capture_output=True,
-            text=True, timeout=120,
+            text=True, errors="surrogateescape", timeout=120,  # names need not be UTF-8
         )
         if check is not None and proc.returncode != check:
             raise AssertionError(

@@ -492,3 +492,49 @@ def test_commands_from_a_subfolder_find_the_workspace(tb: CLI, ws_dir: Path) -> 
     proc = subprocess.run([*tb_cmd(), "status"], cwd=ws_dir / "sub", env=env,
                           capture_output=True, text=True, check=True)
     assert proc.stdout.splitlines() == ["M sub/x.txt"]
+
+
+def test_a_file_that_becomes_an_ignored_folder_of_the_same_name(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / ".gitignore").write_text("build/\n")
+    (ws_dir / "build").write_text("a file named build is in scope\n")
+    first = snap(tb)
+    import time
+
+    time.sleep(1.2)  # past the race window, so the scan trusts its cache
+    (ws_dir / "build").unlink()
+    (ws_dir / "build").mkdir()
+    (ws_dir / "build" / "out.bin").write_text("ignored build output\n")
+    second = snap(tb)
+    assert tb("show", f"{second}:build/out.bin", check=2).returncode == 2
+    tb("rewind", "--to", first)
+    assert (ws_dir / "build").is_dir()  # holds an ignored file: left, never deleted
+    assert (ws_dir / "build" / "out.bin").read_text() == "ignored build output\n"
+
+
+def test_raising_the_size_limit_keeps_a_file_skipped_before(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / "big.txt").write_text("x" * 500)
+    assert json.loads(tb("snapshot", "--json", "--max-file-bytes", "100").stdout)["skipped"] == [
+        "big.txt"]
+    import time
+
+    time.sleep(1.2)
+    sid = snap(tb)  # the default limit (16 MiB)
+    assert tb("show", f"{sid}:big.txt").stdout == "x" * 500
+
+
+def test_non_utf8_names_and_very_deep_folders(tb: CLI, ws_dir: Path) -> None:
+    odd = os.fsencode(str(ws_dir)) + b"/dir \xff\xfe"
+    os.makedirs(odd)
+    with open(odd + b"/f \xe9.txt", "wb") as f:
+        f.write(b"latin-1 name\n")
+    deep = ws_dir / "/".join(["a"] * 700)
+    deep.mkdir(parents=True)
+    (deep / "bottom.txt").write_text("deep\n")
+    snap(tb)
+    with open(odd + b"/f \xe9.txt", "wb") as f:
+        f.write(b"changed\n")
+    (deep / "bottom.txt").write_text("changed\n")
+    tb("rewind", "--to", "start")
+    with open(odd + b"/f \xe9.txt", "rb") as f:
+        assert f.read() == b"latin-1 name\n"
+    assert (deep / "bottom.txt").read_text() == "deep\n"

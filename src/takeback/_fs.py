@@ -13,10 +13,22 @@ import errno
 import os
 import secrets
 import stat
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .errors import PathError
+
+#: The recursion limit that walking the deepest folders a path can name needs (PATH_MAX
+#: allows about 2,000 levels; walks and tree diffs recurse once per level).
+_DEEP = 10_000
+
+
+def allow_deep_trees() -> None:
+    """Raise (never lower) the recursion limit so walks of very deep folders succeed."""
+    if sys.getrecursionlimit() < _DEEP:
+        sys.setrecursionlimit(_DEEP)
+
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 TMP_PREFIX = ".takeback-tmp-"

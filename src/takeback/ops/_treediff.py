@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from .._fs import allow_deep_trees
 from ..model import DIR, Entry, Tree, entry_state
 
 #: (path, entry before, entry after); either side None when absent.
@@ -18,6 +19,7 @@ def diff_trees(get_tree: Callable[[str], Tree], old: str | None, new: str | None
     a folder with the same tree id on both sides is not opened. Paths come parents
     first, in name order.
     """
+    allow_deep_trees()
     if old == new:
         return
     a = get_tree(old) if old else {}

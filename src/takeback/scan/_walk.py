@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._fs import TMP_PREFIX
+from .._fs import TMP_PREFIX, allow_deep_trees
 from ..errors import ScanError
 from ..model import DIR, FILE, LARGE, LINK, Entry, Tree, encode_tree
 from ._gitindex import GitIndex, common_git_dir, resolve_git_dir
@@ -40,7 +40,7 @@ from ._ignore import IgnoreRules
 GRANULARITY_NS = 1_000_000_000
 #: How many skipped (too large) files a snapshot names.
 SKIPPED_NAMED = 20
-CACHE_KEY = "dirs-v4"
+CACHE_KEY = "dirs-v5"
 
 #: What the cache keeps of one folder (a plain tuple: marshal stores it fast):
 #: listing key, names left out, ignored folders holding tracked files, stat key, subfolder
@@ -205,6 +205,7 @@ class Scanner:
             revisit = _with_parents(p.strip("/") for p in hint)
         elif self._old:
             revisit = _with_parents(self._dirty_dirs(rules, key))
+        allow_deep_trees()
         if revisit is not None and not revisit and "" in self._old:
             tree_id = self._old[""][_TREE]
             self._new = self._old
@@ -232,7 +233,9 @@ class Scanner:
         time (``git add``, ``commit``, ``checkout``), and only folders with an ignored
         entry consult it (see ``_index_sig``).
         """
-        parts = [b"env" if self.exclude_env else b"noenv"]
+        # The size limit decides what is kept: a folder cached under another limit is not
+        # as it would be scanned now.
+        parts = [b"env" if self.exclude_env else b"noenv", b"%d" % self.max_file_bytes]
         gitdir = resolve_git_dir(self.root)
         index_sig = b"-"
         if gitdir is not None:
@@ -334,12 +337,16 @@ class Scanner:
         except PermissionError as e:
             raise ScanError(f"cannot read folder {rel or '.'}: permission denied", path=rel) from e
         names = [d.name for d in dirents]
+        # The listing names each entry with its kind: a file that becomes a folder of the
+        # same name must be decided again (a "build/" pattern matches only the folder).
+        kinds = [n + "/" if d.is_dir(follow_symlinks=False) else n
+                 for n, d in zip(names, dirents, strict=True)]
         if ".gitignore" in names or ".takebackignore" in names:
             gi = self._read_small(absdir, ".gitignore") if ".gitignore" in names else None
             ti = self._read_small(absdir, ".takebackignore") if ".takebackignore" in names else None
             rules = rules.descend(rel, gi, ti)
             key = _digest(key, os.fsencode(rel), gi or b"-", ti or b"-")
-        base_key = _digest(key, b"x" if excluded else b"", os.fsencode("\0".join(names)))
+        base_key = _digest(key, b"x" if excluded else b"", os.fsencode("\0".join(kinds)))
         # A folder whose decisions consulted git's index (it has an ignored entry, which
         # stays in scope if git tracks it) also depends on the index; others do not.
         if old is not None and old[_USES_INDEX]:

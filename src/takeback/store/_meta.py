@@ -8,6 +8,7 @@ them (blobs, then trees, then the snapshot row, then what refers to it).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable
 from typing import Any
@@ -92,7 +93,7 @@ CREATE TABLE IF NOT EXISTS ops(
     state TEXT NOT NULL,
     created_at REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS dircache(dir TEXT PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS dircache(dir BLOB PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS kv(key TEXT PRIMARY KEY, value BLOB NOT NULL);
 """
 
@@ -156,15 +157,20 @@ class MetaStore:
         )
         return cur.rowcount > 0
 
+    # Folder names are kept as their bytes (os.fsencode): a name that is not UTF-8 cannot
+    # be stored as SQLite text.
+
     def dircache_dirs(self) -> list[str]:
         """Return the folders that have a detailed stat cache row."""
-        return [r[0] for r in self.conn.execute("SELECT dir FROM dircache")]
+        return [os.fsdecode(bytes(r[0])) for r in self.conn.execute("SELECT dir FROM dircache")]
 
     def get_dircache(self, dirs: Iterable[str]) -> dict[str, bytes]:
         """Return the detailed stat cache rows of some folders."""
         out: dict[str, bytes] = {}
         for d in dirs:
-            row = self.conn.execute("SELECT data FROM dircache WHERE dir=?", (d,)).fetchone()
+            row = self.conn.execute(
+                "SELECT data FROM dircache WHERE dir=?", (os.fsencode(d),)
+            ).fetchone()
             if row is not None:
                 out[d] = bytes(row[0])
         return out
@@ -173,10 +179,11 @@ class MetaStore:
         """Replace (or, for None, drop) detailed stat cache rows."""
         self.conn.executemany(
             "INSERT OR REPLACE INTO dircache(dir, data) VALUES (?,?)",
-            [(d, v) for d, v in rows.items() if v is not None],
+            [(os.fsencode(d), v) for d, v in rows.items() if v is not None],
         )
         self.conn.executemany(
-            "DELETE FROM dircache WHERE dir=?", [(d,) for d, v in rows.items() if v is None]
+            "DELETE FROM dircache WHERE dir=?",
+            [(os.fsencode(d),) for d, v in rows.items() if v is None],
         )
 
     # -- snapshots -------------------------------------------------------------------
