@@ -129,3 +129,24 @@ def test_a_damaged_base_fails_the_objects_built_on_it(tmp_path: Path) -> None:
     with pytest.raises(StoreCorruptError):
         store.objects.get(child)
     store.close()
+
+
+def test_a_restore_under_way_in_another_process_is_not_called_interrupted(tmp_path: Path) -> None:
+    import fcntl
+    import os
+
+    from takeback import Workspace
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    with Workspace(root, store=tmp_path / "s") as ws:
+        ws.snapshot()
+        ws.open_store().write_journal({"op": "rewind", "target": "a" * 64, "pre": "b" * 64})
+        assert ws.interrupted() is not None
+        fd = os.open(tmp_path / "s" / "lock", os.O_RDWR)  # another process's restore
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            assert ws.interrupted() is None
+        finally:
+            os.close(fd)
+        assert ws.interrupted() is not None

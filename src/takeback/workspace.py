@@ -163,7 +163,11 @@ class Workspace:
         """Return the journal of a restore that did not finish, if any."""
         if not self.has_store():
             return None
-        return self.open_store().read_journal()
+        store = self.open_store()
+        journal = store.read_journal()
+        if journal is not None and store.restore_running():
+            return None  # not interrupted: still running, in another process
+        return journal
 
     # -- recording ---------------------------------------------------------------------
 

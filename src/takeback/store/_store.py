@@ -162,6 +162,19 @@ class Store:
         """Record that a restore is starting (atomically, before any workspace write)."""
         atomic_write(self.journal_path, json.dumps(data).encode())
 
+    def restore_running(self) -> bool:
+        """Return whether another process holds the exclusive lock (a restore under way)."""
+        if self._lock_depth:
+            return False
+        fd = os.open(os.path.join(self.path, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
     def read_journal(self) -> dict[str, Any] | None:
         """Return the journal of an unfinished restore, if there is one."""
         try:
