@@ -883,3 +883,18 @@ def test_a_step_begun_in_one_process_is_finished_in_another(tmp_path: Path) -> N
         assert session.resume_step(n) is None  # finished: nothing to resume
         changes = session.current_turn().end()  # type: ignore[union-attr]
     assert [(c.path, c.status) for c in changes] == [("f.txt", "modified")]
+
+
+def test_a_file_whose_name_is_not_utf8_is_undone(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    name = os.fsdecode(b"caf\xe9.txt")
+    (root / name).write_text("before\n")
+    with takeback.Workspace(root, store=tmp_path / "store") as ws:
+        session = ws.session("s")
+        with session.turn() as turn:
+            turn.touch(name)
+            (root / name).write_text("after\n")
+        assert [c.path for c in turn.changes] == [name]
+        session.undo()
+    assert (root / name).read_text() == "before\n"

@@ -103,6 +103,11 @@ _SNAP_COLS = (
 )
 
 
+def _path(value: object) -> str:
+    """A path as stored: its bytes (a name need not be UTF-8; SQLite text must be)."""
+    return os.fsdecode(bytes(value)) if isinstance(value, bytes) else str(value)
+
+
 def _snap(row: tuple[Any, ...]) -> SnapshotInfo:
     return SnapshotInfo(
         id=row[0], tree=row[1], created_at=row[2], kind=row[3], session=row[4], turn=row[5],
@@ -343,13 +348,13 @@ class MetaStore:
         """
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO touches(session, turn, path, state, tool_call_id) "
-            "VALUES (?,?,?,?,?)", (session, turn, path, state, tool_call_id),
+            "VALUES (?,?,?,?,?)", (session, turn, os.fsencode(path), state, tool_call_id),
         )
         if cur.rowcount > 0:
             return True
         self.conn.execute(
             "UPDATE touches SET tool_call_id=NULL WHERE session=? AND turn=? AND path=? "
-            "AND tool_call_id IS NOT ?", (session, turn, path, tool_call_id),
+            "AND tool_call_id IS NOT ?", (session, turn, os.fsencode(path), tool_call_id),
         )
         return False
 
@@ -359,7 +364,7 @@ class MetaStore:
             "SELECT path, state, tool_call_id FROM touches WHERE session=? AND turn=?",
             (session, turn),
         )
-        return {r[0]: (r[1], r[2]) for r in rows}
+        return {_path(r[0]): (r[1], r[2]) for r in rows}
 
     def set_changes(self, session: str, turn: int, rows: list[tuple[Any, ...]]) -> None:
         """Replace a turn's change list.
@@ -370,15 +375,15 @@ class MetaStore:
         self.conn.executemany(
             "INSERT INTO changes(session, turn, path, status, added, removed, before, after, "
             "sha256, undoable) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [(session, turn, *r) for r in rows],
+            [(session, turn, os.fsencode(r[0]), *r[1:]) for r in rows],
         )
 
     def change_rows(self, session: str, turn: int) -> list[tuple[Any, ...]]:
         """Return (path, status, added, removed, before, after, sha256, undoable) rows."""
-        return list(self.conn.execute(
+        return [(_path(r[0]), *r[1:]) for r in self.conn.execute(
             "SELECT path, status, added, removed, before, after, sha256, undoable FROM changes "
             "WHERE session=? AND turn=? ORDER BY path", (session, turn),
-        ))
+        )]
 
     def changes(self, session: str, turn: int) -> list[Change]:
         """Return a turn's change list."""
