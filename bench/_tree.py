@@ -417,3 +417,43 @@ def freeze_source(base: str | os.PathLike[str]) -> str:
 
 SOURCE_CHANGED = ("WARNING: takeback's source changed during the run (an editable install): "
                   "the figures mix versions; run again")
+
+
+@dataclass
+class BenchRun:
+    """One benchmark run's setting: the tree, a fresh work folder, the command measured."""
+
+    tree: BenchTree
+    work: Path
+    takeback: str
+    revision: str
+    load_before: float
+    source_before: str
+
+
+@contextmanager
+def bench_run(base: str, n_files: int, name: str, *, takeback: str | None,
+              freeze: bool) -> Iterator[BenchRun]:
+    """Set up a run (tree, lock, work folder ``base/name``) and put the tree back after.
+
+    Exits with a message if ``base`` lies inside the repository (benchmarks write a lot).
+    """
+    root = Path(base).resolve()
+    repo = Path(__file__).resolve().parent.parent
+    if repo in (root, *root.parents):
+        sys.exit("--base must not be inside the repository")
+    tb = takeback_exe(takeback)
+    frozen = freeze_source(root) if freeze else ""
+    revision = repo_revision() + (f", {frozen}" if frozen else "")
+    source_before = source_digest()
+    load_before = round(os.getloadavg()[0], 2)
+    with bench_lock(root):
+        tree = ensure_tree(root, n_files)
+        work = root / name
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir()
+        try:
+            yield BenchRun(tree, work, tb, revision, load_before, source_before)
+        finally:
+            restore_pristine(tree)

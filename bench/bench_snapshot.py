@@ -73,30 +73,24 @@ from _tree import (  # noqa: E402
     DEFAULT_FILES,
     SOURCE_CHANGED,
     BenchTree,
-    bench_lock,
+    bench_run,
     checkpoint,
     du_bytes,
-    ensure_tree,
     files_size,
     fmt_bytes,
     fmt_s,
-    freeze_source,
     git,
     git_env,
     log,
     make_line_pool,
     make_text,
     median,
-    repo_revision,
-    restore_pristine,
     run_checked,
     source_digest,
-    takeback_exe,
     timed,
     warm_cache,
 )
 
-REPO = Path(__file__).resolve().parent.parent
 CHANGED_FILES = 10
 SETTLE_S = 1.2
 VERSION_RUNS = 20
@@ -495,25 +489,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print the figures as JSON on stdout "
                    "(the table then goes to stderr)")
     args = p.parse_args(argv)
-    base = Path(args.base).resolve()
-    if REPO in (base, *base.parents):
-        sys.exit("--base must not be inside the repository")
-    tb = takeback_exe(args.takeback)
-    frozen = freeze_source(base) if args.freeze else ""
-    revision = repo_revision() + (f", {frozen}" if frozen else "")
-    src_before = source_digest()
-    load_before = round(os.getloadavg()[0], 2)
-    with bench_lock(base):
-        tree = ensure_tree(base, args.files)
-        work = base / "run-snapshot"
-        if work.exists():
-            shutil.rmtree(work)
-        work.mkdir()
-        runner = Runner(tree, tb, work, args.repeat, args.repeat_first, args.growth_steps)
-        try:
-            r = runner.run()
-        finally:
-            restore_pristine(tree)
+    with bench_run(args.base, args.files, "run-snapshot", takeback=args.takeback,
+                   freeze=args.freeze) as setting:
+        tree, tb, base = setting.tree, setting.takeback, setting.tree.root
+        runner = Runner(tree, tb, setting.work, args.repeat, args.repeat_first,
+                        args.growth_steps)
+        r = runner.run()
     meta = {
         "files": len(tree.files),
         "folders": len({f.rsplit("/", 1)[0] for f in tree.files}),
@@ -521,14 +502,14 @@ def main(argv: list[str] | None = None) -> int:
         "repeat_first": args.repeat_first,
         "takeback": run_checked([tb, "--version"]).stdout.decode().strip(),
         "git": git(["--version"], base).strip(),
-        "revision": revision,
+        "revision": setting.revision,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "tree": str(tree.root),
         "store": str(runner.store),
         "loadavg_1min_end": round(os.getloadavg()[0], 2),
-        "loadavg_1min_start": load_before,
-        "source_changed": source_digest() != src_before,
+        "loadavg_1min_start": setting.load_before,
+        "source_changed": source_digest() != setting.source_before,
     }
     rows, doc = summarize(r, meta)
     print_table(rows, meta, r["errors"], sys.stderr if args.json else sys.stdout)

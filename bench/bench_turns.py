@@ -54,18 +54,13 @@ from _tree import (  # noqa: E402
     DEFAULT_BASE,
     DEFAULT_FILES,
     SOURCE_CHANGED,
-    bench_lock,
-    ensure_tree,
+    bench_run,
     fmt_s,
-    freeze_source,
     log,
     make_line_pool,
     make_text,
     median,
-    repo_revision,
-    restore_pristine,
     source_digest,
-    takeback_exe,
     warm_cache,
 )
 
@@ -208,34 +203,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true",
                    help="print the figures as JSON on stdout (the table then goes to stderr)")
     args = p.parse_args(argv)
-    base = Path(args.base).resolve()
-    if Path(__file__).resolve().parent.parent in (base, *base.parents):
-        sys.exit("--base must not be inside the repository")
-    tb = takeback_exe(args.takeback)
-    frozen = freeze_source(base) if args.freeze else ""
-    revision = repo_revision() + (f", {frozen}" if frozen else "")
-    src_before = source_digest()
-    load_before = round(os.getloadavg()[0], 2)
-    with bench_lock(base):
-        tree = ensure_tree(base, args.files)
-        work = base / "run-turns"
-        if work.exists():
-            shutil.rmtree(work)
-        work.mkdir()
-        try:
-            warm_cache(tree)
-            r = run(tree.root, work, tb, args.touches, args.repeat)
-        finally:
-            restore_pristine(tree)
+    with bench_run(args.base, args.files, "run-turns", takeback=args.takeback,
+                   freeze=args.freeze) as setting:
+        tree, work = setting.tree, setting.work
+        warm_cache(tree)
+        r = run(tree.root, work, setting.takeback, args.touches, args.repeat)
     import takeback
 
     meta = {"files": len(tree.files), "touches": args.touches, "repeat": args.repeat,
             "takeback": takeback.__version__,
-            "revision": revision, "package": os.path.dirname(takeback.__file__),
+            "revision": setting.revision, "package": os.path.dirname(takeback.__file__),
             "python": platform.python_version(),
             "cpus": os.cpu_count(), "tree": str(tree.root), "store": str(work / "store"),
-            "loadavg_1min_start": load_before, "loadavg_1min_end": round(os.getloadavg()[0], 2),
-            "source_changed": source_digest() != src_before}
+            "loadavg_1min_start": setting.load_before,
+            "loadavg_1min_end": round(os.getloadavg()[0], 2),
+            "source_changed": source_digest() != setting.source_before}
     rows, doc = summarize(r, meta)
     out = sys.stderr if args.json else sys.stdout
     head = ["measure", "takeback", "compared with", "", "target", "result"]
