@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from takeback._fs import allow_deep_trees
+
 SRC = str(Path(__file__).resolve().parent.parent / "src")
+
+# takeback raises the recursion limit on its first walk (deep folders); hypothesis warns
+# when a test changes it mid-run, so it is raised once here, before any test.
+allow_deep_trees()
 
 
 @pytest.fixture(autouse=True)

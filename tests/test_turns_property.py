@@ -62,6 +62,8 @@ class MOp:
     file: str | None = None
     pre: dict[str, File] = field(default_factory=dict)
     state: str = "active"
+    #: the paths an undo wrote: redo brings back those, not the files already as before
+    wrote: frozenset[str] = frozenset()
 
 
 def put(root: Path, rel: str, f: File) -> None:
@@ -366,7 +368,7 @@ class TurnsMachine(RuleBasedStateMachine):
             assert result.turns == [t.n]
             if file is None:
                 t.state = "undone"
-            self.ops.append(MOp("undo", [t.n], file))
+            self.ops.append(MOp("undo", [t.n], file, wrote=frozenset(result.restored)))
 
     @rule(force=forces)
     def redo(self, force: bool) -> None:
@@ -378,6 +380,7 @@ class TurnsMachine(RuleBasedStateMachine):
         op = active[-1]
         t = self.turns[op.turns[0] - 1]
         changes = t.changes if op.file is None else {op.file: t.changes[op.file]}
+        changes = {p: c for p, c in changes.items() if p in op.wrote}
         moves = [(p, b, a) for p, (b, a) in sorted(changes.items())]
         result = self.run_op(call, moves, force)
         if result is not None:

@@ -180,7 +180,7 @@ class Session:
     # -- taking back ---------------------------------------------------------------------
 
     def undo(self, *, turn: int | None = None, file: str | os.PathLike[str] | None = None,
-             force: bool = False) -> ops.TurnOpResult:
+             force: bool = False, end_open: bool = True) -> ops.TurnOpResult:
         """Take back the last turn (or ``turn``, or one ``file`` of it).
 
         A turn still open is ended first, and is then the last turn.
@@ -190,6 +190,8 @@ class Session:
             file: take back only this file of the turn.
             force: overwrite files changed since the turn (they are in the result's
                 ``conflicts``, and in the snapshot taken before).
+            end_open: false when the agent itself asks (over MCP): its open turn is the
+                reply asking, and the last turn is the last one ended.
 
         Returns:
             What was restored, and the snapshot taken before (``pre``); ``nothing`` when
@@ -203,7 +205,9 @@ class Session:
         ws = self.workspace
         rel = ws.rel(file) if file is not None else None
         return self._take_back(lambda store: ops.undo(store, ws.options, self.name, turn=turn,
-                                                      file=rel, force=force), end_open=True)
+                                                      file=rel, force=force,
+                                                      close_open=end_open),
+                               end_open=end_open)
 
     def redo(self, *, force: bool = False) -> ops.TurnOpResult:
         """Bring back what the last undo took back (undo after undo, redo walks forward).
@@ -319,6 +323,9 @@ class Turn:
             self._changes = store.meta.changes(self.session.name, self.n)
             return self._changes
         touches = store.meta.touches(self.session.name, self.n)
+        # A command interrupted in this turn never got its after-snapshot: take it now,
+        # or the turn's change list (and so undo) would miss what the command did.
+        ops.finish_open_steps(store, ws.options, self.session.name, self.n)
         self._changes = ops.end_turn(store, ws.options, self.session.name, self.n)
         for c in self._changes:
             kind = {"created": "created", "deleted": "deleted"}.get(c.status, "updated")
@@ -366,7 +373,7 @@ class Step:
         with store.meta.tx():
             self.n = store.meta.next_step(self.session.name)
             store.meta.add_step(StepInfo(self.session.name, self.n, self.turn or None, None,
-                                         None, self.label, None))
+                                         None, self.label, None, command=self.is_command))
         self.before = self.session._try_snapshot("step", turn=self.turn or None, step=self.n,
                                                  message=self.label)
         if self.before is not None:
@@ -427,7 +434,7 @@ class Step:
         if in_turn:
             assert self.turn is not None
             deltas = ops.join_command(store, self.session.name, self.turn, self.before.tree,
-                                      self.after.tree, call)
+                                      self.after.tree, call, before_at=self.before.created_at)
         else:
             deltas = [
                 (p, a, b) for p, a, b in ops.diff_trees(store.objects.get_tree,

@@ -14,6 +14,7 @@ tools in worker threads, and a store connection belongs to the thread that opene
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -25,7 +26,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from .. import __version__
-from ..errors import TakebackError, UsageError
+from ..errors import ConflictError, TakebackError, UsageError
 
 if TYPE_CHECKING:
     from .. import PlanItem, Session, Workspace
@@ -187,13 +188,15 @@ class _Tools:
                                "removed": f.removed} for f in result.files],
                     "patch": patch[:MAX_PATCH_CHARS], "truncated": truncated}
 
-    def undo_file(self, path: str, session: str | None) -> dict[str, Any]:
+    def undo_file(self, path: str, session: str | None, force: bool = False) -> dict[str, Any]:
         with self.workspace() as ws:
             s = self.session(ws, session)
             rel = ws.rel(path)
             if not rel:
                 raise UsageError("undo_file takes a file, not the whole workspace")
             ref = _first_change(ws, s, rel)
+            if not force:
+                _check_unchanged_since(ws, s, rel)
             result = ws.rewind(ref, paths=[rel], session=s.name)
             actions = [i.action for i in result.plan.items if i.path == rel]
             restored = list(result.restored)
@@ -212,7 +215,10 @@ class _Tools:
                 session: str | None) -> dict[str, Any]:
         with self.workspace() as ws:
             s = self.session(ws, session)
-            result = s.undo(turn=turn, force=force) if kind == "undo" else s.redo(force=force)
+            # The agent asking is in its own open turn (the reply that asks): what it means
+            # is the last turn that ended, so the open one is left alone.
+            result = (s.undo(turn=turn, force=force, end_open=False) if kind == "undo"
+                      else s.redo(force=force))
             done = {"undo": "Undid", "redo": "Redid"}[kind]
             if result.nothing:
                 message = f"Nothing to {kind}."
@@ -273,6 +279,36 @@ def _first_change(ws: Workspace, s: Session, rel: str) -> str:
                             patch=False).files):
             return st.before
     raise UsageError(f"session {s.name!r} did not change {rel}")
+
+
+def _check_unchanged_since(ws: Workspace, s: Session, rel: str) -> None:
+    """Refuse, as undo does, when the file changed after the last turn that changed it.
+
+    Raises:
+        ConflictError: it is not what that turn left (a person's edit since).
+    """
+    last = [(t.n, c) for t in s.turns() if t.state == "done" for c in t.changes
+            if c.path == rel]
+    if not last:
+        return
+    n, change = last[-1]
+    full = os.path.join(ws.root, rel)
+    try:
+        if os.path.islink(full):
+            now: str | None = hashlib.sha256(os.fsencode(os.readlink(full))).hexdigest()
+        else:
+            h = hashlib.sha256()
+            with open(full, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            now = h.hexdigest()
+    except FileNotFoundError:
+        now = None
+    if now != change.sha256:
+        raise ConflictError(
+            f"{rel} changed after turn {n}\nnothing was written; use force to overwrite",
+            conflicts=[rel],
+        )
 
 
 def _prune_parents(ws: Workspace, ref: str, rel: str, session: str) -> list[str]:
@@ -339,13 +375,15 @@ def build_server(config: ServerConfig) -> MCPServer:
 
     @server.tool(annotations=writing)
     @_tool_errors
-    def undo_file(path: str, session: str | None = None) -> dict[str, Any]:
+    def undo_file(path: str, session: str | None = None, force: bool = False
+                  ) -> dict[str, Any]:
         """Put one file back as it was before the session first changed it.
 
-        A file the session created is deleted. A turn still open is ended first (as
-        undo_turn does), and a snapshot is taken before writing.
+        A file the session created is deleted. A file changed since the session's last
+        change to it (a person's edit) is a conflict unless ``force``. A turn still open
+        is ended first, and a snapshot is taken before writing.
         """
-        return tools.undo_file(path, session)
+        return tools.undo_file(path, session, force)
 
     @server.tool(annotations=writing)
     @_tool_errors

@@ -59,6 +59,8 @@ class StepInfo:
     after: str | None
     label: str
     exit_code: int | None
+    #: a command's step (snapshots before and after), not a batch of file-tool calls
+    command: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,8 +209,13 @@ def touch(store: Store, opts: Options, session: str, turn: int, rel: str, *,
 
 
 def join_command(store: Store, session: str, turn: int, before_tree: str, after_tree: str,
-                 tool_call_id: str | None) -> list[tuple[str, Entry | None, Entry | None]]:
+                 tool_call_id: str | None, *, before_at: float | None = None
+                 ) -> list[tuple[str, Entry | None, Entry | None]]:
     """Add the files a command changed to the turn, with their state before the command.
+
+    ``before_at`` is when that state was seen (the snapshot before the command): a file
+    already kept from a later moment (a command that began after this one but finished
+    first, a touch made while this one ran) takes this earlier state instead.
 
     Returns:
         (path, before, after) of every file, link or large file that differs (folders
@@ -227,7 +232,8 @@ def join_command(store: Store, session: str, turn: int, before_tree: str, after_
             # A folder is kept as one (its mode), not as its tree: its files are changes
             # of their own.
             o = Entry(DIR, old.mode, "", 0) if old is not None and old.kind == DIR else old
-            store.meta.add_touch(session, turn, path, encode_state(o), tool_call_id)
+            store.meta.add_touch(session, turn, path, encode_state(o), tool_call_id,
+                                 at=before_at)
     return deltas
 
 
@@ -449,11 +455,40 @@ def _ended_turns(store: Store, session: str) -> list[tuple[int, str, str | None,
 def _close_open_turn(store: Store, opts: Options, session: str) -> None:
     n = open_turn(store, session)
     if n is not None:
+        finish_open_steps(store, opts, session, n)
         end_turn(store, opts, session, n)
 
 
+def finish_open_steps(store: Store, opts: Options, session: str, turn: int) -> list[int]:
+    """Finish the turn's command steps that never got their after-snapshot.
+
+    A command the agent's user interrupted leaves its step open (no hook runs after it);
+    its changes belong to the turn all the same, or undo would miss them.
+
+    Returns:
+        The numbers of the steps finished.
+    """
+    open_steps = [st for st in store.meta.steps(session)
+                  if st.command and st.turn == turn and st.before is not None
+                  and st.after is None and st.exit_code is None]
+    done = []
+    for st in open_steps:
+        before = store.meta.snapshot(st.before)  # type: ignore[arg-type]
+        if before is None:
+            continue
+        after = take(store, opts, kind="step-after", session=session, turn=turn, step=st.n,
+                     message=st.label)
+        with store.meta.tx():
+            store.meta.finish_step(session, st.n, after.id, None)
+        join_command(store, session, turn, before.tree, after.tree, None,
+                     before_at=before.created_at)
+        done.append(st.n)
+    return done
+
+
 def undo(store: Store, opts: Options, session: str, *, turn: int | None = None,
-         file: str | None = None, force: bool = False) -> TurnOpResult:
+         file: str | None = None, force: bool = False, close_open: bool = True
+         ) -> TurnOpResult:
     """Take back a turn (the last one not yet undone, or ``turn``), or one file of it.
 
     An open turn is ended first (see the module's docstring).
@@ -465,6 +500,7 @@ def undo(store: Store, opts: Options, session: str, *, turn: int | None = None,
         turn: the turn to take back (default: the last one still done).
         file: take back only this path (relative to the root) of the turn.
         force: overwrite files changed since the turn.
+        close_open: end an open turn first (false: leave it, and take back an ended one).
 
     Raises:
         ConflictError: a file changed after the turn (and ``force`` is false).
@@ -472,7 +508,8 @@ def undo(store: Store, opts: Options, session: str, *, turn: int | None = None,
     """
     if file is not None:
         check_relpath(file)
-    _close_open_turn(store, opts, session)
+    if close_open:
+        _close_open_turn(store, opts, session)
     with store.lock(exclusive=True):
         turns = _ended_turns(store, session)
         if turn is None:
@@ -523,6 +560,11 @@ def redo(store: Store, opts: Options, session: str, *, force: bool = False) -> T
         file = data.get("file")
         if file is not None:
             changes = [c for c in changes if c[0] == file]
+        # Only what that undo took back: files an earlier `undo --file` restored, or that
+        # were already as before, were not written by it and are not brought back now.
+        took = data.get("paths")
+        if isinstance(took, list):
+            changes = [c for c in changes if c[0] in set(took)]
         moves: list[_Move] = [(p, bef, after) for p, bef, after, _u in changes]
 
         def on_done(meta: MetaStore) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -49,6 +50,7 @@ CREATE TABLE IF NOT EXISTS steps(
     after TEXT REFERENCES snapshots(id),
     label TEXT NOT NULL DEFAULT '',
     exit_code INTEGER,
+    command INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY(session, n)
 );
 CREATE TABLE IF NOT EXISTS turns(
@@ -68,6 +70,7 @@ CREATE TABLE IF NOT EXISTS touches(
     path TEXT NOT NULL,
     state TEXT,
     tool_call_id TEXT,
+    at REAL NOT NULL DEFAULT 0,
     PRIMARY KEY(session, turn, path)
 );
 CREATE TABLE IF NOT EXISTS changes(
@@ -108,6 +111,10 @@ def _path(value: object) -> str:
     return os.fsdecode(bytes(value)) if isinstance(value, bytes) else str(value)
 
 
+def _step(r: tuple[Any, ...]) -> StepInfo:
+    return StepInfo(r[0], r[1], r[2], r[3], r[4], r[5], r[6], command=bool(r[7]))
+
+
 def _snap(row: tuple[Any, ...]) -> SnapshotInfo:
     return SnapshotInfo(
         id=row[0], tree=row[1], created_at=row[2], kind=row[3], session=row[4], turn=row[5],
@@ -123,8 +130,13 @@ class MetaStore:
         self.conn = conn
 
     def init_schema(self) -> None:
-        """Create the tables (idempotent)."""
+        """Create the tables (idempotent), adding columns a store made earlier lacks."""
         self.conn.executescript(_SCHEMA)
+        for table, column, decl in (("touches", "at", "REAL NOT NULL DEFAULT 0"),
+                                    ("steps", "command", "INTEGER NOT NULL DEFAULT 0")):
+            cols = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+            if column not in cols:
+                self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
 
     def tx(self) -> Tx:
         """Return a write transaction context."""
@@ -275,9 +287,10 @@ class MetaStore:
     def add_step(self, st: StepInfo) -> None:
         """Insert a step row."""
         self.conn.execute(
-            "INSERT INTO steps(session, n, turn, before, after, label, exit_code) "
-            "VALUES (?,?,?,?,?,?,?)",
-            (st.session, st.n, st.turn, st.before, st.after, st.label, st.exit_code),
+            "INSERT INTO steps(session, n, turn, before, after, label, exit_code, command) "
+            "VALUES (?,?,?,?,?,?,?,?)",
+            (st.session, st.n, st.turn, st.before, st.after, st.label, st.exit_code,
+             int(st.command)),
         )
 
     def finish_step(self, session: str, n: int, after: str | None, exit_code: int | None) -> None:
@@ -290,18 +303,18 @@ class MetaStore:
     def step(self, session: str, n: int) -> StepInfo | None:
         """Return one step."""
         row = self.conn.execute(
-            "SELECT session, n, turn, before, after, label, exit_code FROM steps "
+            "SELECT session, n, turn, before, after, label, exit_code, command FROM steps "
             "WHERE session=? AND n=?", (session, n),
         ).fetchone()
-        return None if row is None else StepInfo(*row)
+        return None if row is None else _step(row)
 
     def steps(self, session: str) -> list[StepInfo]:
         """Return a session's steps in order."""
         rows = self.conn.execute(
-            "SELECT session, n, turn, before, after, label, exit_code FROM steps "
+            "SELECT session, n, turn, before, after, label, exit_code, command FROM steps "
             "WHERE session=? ORDER BY n", (session,),
         )
-        return [StepInfo(*r) for r in rows]
+        return [_step(r) for r in rows]
 
     # -- turns, touches, changes, ops ------------------------------------------------
 
@@ -340,18 +353,26 @@ class MetaStore:
             )
 
     def add_touch(self, session: str, turn: int, path: str, state: str | None,
-                  tool_call_id: str | None) -> bool:
+                  tool_call_id: str | None, *, at: float | None = None) -> bool:
         """Keep a file's state before the turn's first write; return False if already kept.
 
-        A path already kept keeps its state; if this touch comes from another tool call
-        (or from an unknown one), the change is no longer one call's and its id is dropped.
+        A path already kept keeps its state, unless this one was seen earlier (``at``, by
+        default now): the earliest state is the one before the turn. If this touch comes
+        from another tool call (or from an unknown one), the change is no longer one
+        call's and its id is dropped.
         """
+        when = time.time() if at is None else at
+        key = (session, turn, os.fsencode(path))
         cur = self.conn.execute(
-            "INSERT OR IGNORE INTO touches(session, turn, path, state, tool_call_id) "
-            "VALUES (?,?,?,?,?)", (session, turn, os.fsencode(path), state, tool_call_id),
+            "INSERT OR IGNORE INTO touches(session, turn, path, state, tool_call_id, at) "
+            "VALUES (?,?,?,?,?,?)", (*key, state, tool_call_id, when),
         )
         if cur.rowcount > 0:
             return True
+        self.conn.execute(
+            "UPDATE touches SET state=?, at=? WHERE session=? AND turn=? AND path=? AND at>?",
+            (state, when, *key, when),
+        )
         self.conn.execute(
             "UPDATE touches SET tool_call_id=NULL WHERE session=? AND turn=? AND path=? "
             "AND tool_call_id IS NOT ?", (session, turn, os.fsencode(path), tool_call_id),
