@@ -93,3 +93,19 @@ def test_mcp_undo_file_refuses_a_persons_edit_and_undo_turn_leaves_the_open_repl
     assert (root / "a").read_text() == "a0\n"
     with takeback.Workspace(root, store=store) as ws:
         assert ws.session("s").current_turn() is not None  # the asking reply goes on
+
+
+def test_a_write_through_a_symlink_is_recorded_on_its_target(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "target.txt").write_text("t0\n")
+    (root / "link").symlink_to("target.txt")
+    with takeback.Workspace(root, store=tmp_path / "s") as ws:
+        session = ws.session("s")
+        with session.turn("edit through the link") as turn:
+            turn.touch("link")
+            (root / "link").write_text("t1\n")  # writes target.txt
+        assert [c.path for c in turn.changes] == ["target.txt"]
+        session.undo()
+    assert (root / "target.txt").read_text() == "t0\n"
+    assert (root / "link").is_symlink()

@@ -293,7 +293,9 @@ class Turn:
 
         The first touch of a path in a turn wins; later ones are ignored. ``text`` is the
         caller's view of the file (an editor buffer); without it the file is read.
-        Paths out of scope (ignored, ``.git``, secrets) are not recorded.
+        Paths out of scope (ignored, ``.git``, secrets) are not recorded. A symlink is
+        kept as a link, and the file it leads to inside the root is kept too: tools
+        write through links.
 
         Raises:
             PathError: the path is outside the root.
@@ -302,11 +304,23 @@ class Turn:
         rel = ws.rel(path)
         if self.n == 0:
             return False  # detached: the session could not be started
+        kept = self._touch_one(rel, text, tool_call_id)
+        full = os.path.join(ws.root, rel) if rel else ws.root
+        if rel and os.path.islink(full):
+            real = os.path.realpath(full)
+            if real.startswith(ws.root.rstrip("/") + "/") and not os.path.isdir(real):
+                target = real[len(ws.root.rstrip("/")) + 1:]
+                kept = self._touch_one(target, text, tool_call_id) or kept
+        return kept
+
+    def _touch_one(self, rel: str, text: str | None, tool_call_id: str | None) -> bool:
+        ws = self.session.workspace
         if not rel or not in_scope(ws.root, rel, exclude_env=ws.options.exclude_env,
                                    exclude=(ws.store_path,)):
             return False
         store = ws.open_store(create=True)
-        return ops.touch(store, ws.options, self.session.name, self.n, rel, text=text,
+        return ops.touch(store, ws.options, self.session.name, self.n, rel,
+                         text=text if not os.path.islink(os.path.join(ws.root, rel)) else None,
                          tool_call_id=tool_call_id)
 
     def end(self) -> list[Change]:
