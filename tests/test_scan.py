@@ -132,3 +132,17 @@ def test_an_old_cache_format_is_dropped(tmp_path: Path) -> None:
     scan(store, Options())
     keys = [r[0] for r in store.meta.conn.execute("SELECT key FROM kv")]
     assert keys == [CACHE_KEY]
+
+
+def test_a_long_scan_reports_its_progress(tmp_path: Path) -> None:
+    from takeback import Workspace
+
+    root = tmp_path / "big"
+    root.mkdir()
+    for i in range(1200):
+        (root / f"f{i}.txt").write_text(f"{i}\n")
+    seen: list[int] = []
+    with Workspace(root, store=tmp_path / "s") as ws:
+        info = ws.snapshot(on_progress=seen.append)
+    assert info.files == 1200
+    assert seen == [500, 1000]

@@ -172,8 +172,16 @@ class Workspace:
     # -- recording ---------------------------------------------------------------------
 
     def snapshot(self, message: str = "", *, session: str | None = None,
-                 kind: str = "manual") -> SnapshotInfo:
+                 kind: str = "manual",
+                 on_progress: Callable[[int], None] | None = None) -> SnapshotInfo:
         """Take a snapshot now (the session, if named, is started first).
+
+        Args:
+            message: a note kept with the snapshot.
+            session: the session it belongs to (None: none).
+            kind: what took it (``manual`` for a person's).
+            on_progress: called with the number of files read so far (a first
+                snapshot reads them all).
 
         Raises:
             ScanError: the workspace cannot be read.
@@ -181,7 +189,8 @@ class Workspace:
         store = self.open_store(create=True)
         if session is not None:
             self.session(session).start()
-        info = ops.take(store, self.options, kind=kind, session=session, message=message)
+        info = ops.take(store, self.options, kind=kind, session=session, message=message,
+                        on_progress=on_progress)
         self.emit({"event": "snapshot.taken", "id": info.id, "files": info.files,
                    "duration_ms": info.duration_ms})
         return info

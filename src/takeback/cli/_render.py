@@ -42,12 +42,19 @@ def progress(label: str, enabled: bool) -> Iterator[Callable[[int, int], None] |
 
 
 @contextmanager
-def spinner(label: str, enabled: bool) -> Iterator[None]:
-    """Show a spinner on a terminal while long work runs; nothing when piped."""
+def spinner(label: str, enabled: bool) -> Iterator[Callable[[int], None] | None]:
+    """Show a spinner on a terminal while long work runs, with a count of files read.
+
+    Yields a callback taking that count, or None when piped (nothing is drawn then).
+    """
     if not enabled or not sys.stderr.isatty():
-        yield
+        yield None
         return
     from rich.console import Console
 
-    with Console(stderr=True).status(label):
-        yield
+    with Console(stderr=True).status(label) as status:
+
+        def update(files: int) -> None:
+            status.update(f"{label} {files:,} files read")
+
+        yield update

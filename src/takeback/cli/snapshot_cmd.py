@@ -21,8 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ctx: Ctx) -> int:
     """Take the snapshot."""
     ws = ctx.workspace()
-    with spinner("Taking a snapshot…", not ctx.json):
-        info = ws.snapshot(ctx.args.message, session=ctx.session)
+    with spinner("Taking a snapshot…", not ctx.json) as on_progress:
+        info = ws.snapshot(ctx.args.message, session=ctx.session, on_progress=on_progress)
     if ctx.json:
         ctx.emit_json({"id": info.id, "files": info.files, "skipped": list(info.skipped),
                        "skipped_count": info.skipped_count, "duration_ms": info.duration_ms,

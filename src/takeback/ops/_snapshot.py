@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..model import SnapshotInfo
@@ -22,7 +23,8 @@ class Options:
     exclude_env: bool = True
 
 
-def scan(store: Store, opts: Options) -> ScanResult:
+def scan(store: Store, opts: Options, *,
+         on_progress: Callable[[int], None] | None = None) -> ScanResult:
     """Scan the workspace into the store's objects (no snapshot row is written)."""
     meta = store.meta
     scanner = Scanner(
@@ -31,6 +33,7 @@ def scan(store: Store, opts: Options) -> ScanResult:
         cache_get=meta.get_kv,
         dircache_get=meta.get_dircache,
         max_file_bytes=opts.max_file_bytes,
+        on_progress=on_progress,
         exclude_env=opts.exclude_env,
         exclude=[store.path],
     )
@@ -70,9 +73,10 @@ def record(store: Store, result: ScanResult, *, kind: str, session: str | None =
 
 
 def take(store: Store, opts: Options, *, kind: str, session: str | None = None,
-         turn: int | None = None, step: int | None = None, message: str = "") -> SnapshotInfo:
+         turn: int | None = None, step: int | None = None, message: str = "",
+         on_progress: Callable[[int], None] | None = None) -> SnapshotInfo:
     """Scan and record a snapshot; the order is objects, trees, then the row."""
     with store.lock(exclusive=False):
-        result = scan(store, opts)
+        result = scan(store, opts, on_progress=on_progress)
         return record(store, result, kind=kind, session=session, turn=turn, step=step,
                       message=message)

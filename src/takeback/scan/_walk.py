@@ -130,6 +130,8 @@ class Scanner:
         max_file_bytes: files larger than this are counted and named, not kept.
         exclude_env: leave ``.env`` and ``.env.*`` out.
         exclude: absolute paths never to scan (the store, when it lies inside the root).
+        on_progress: called with the number of files read so far, every few hundred
+            (a first snapshot reads every file).
     """
 
     def __init__(
@@ -142,6 +144,7 @@ class Scanner:
         max_file_bytes: int,
         exclude_env: bool = True,
         exclude: Iterable[str] = (),
+        on_progress: Callable[[int], None] | None = None,
     ) -> None:
         self.root = root
         self._put = put
@@ -162,6 +165,7 @@ class Scanner:
         self._changed_dirs = 0
         self._racy_ns = 0
         self._index_sig = b"-"
+        self._on_progress = on_progress
 
     # -- entry point -----------------------------------------------------------------
 
@@ -456,6 +460,11 @@ class Scanner:
         self._count(files, tuple(large))
         return tree_id
 
+    def _read_one(self) -> None:
+        self._hashed += 1
+        if self._on_progress is not None and self._hashed % 500 == 0:
+            self._on_progress(self._hashed)
+
     def _count(self, files: int, large: tuple[str, ...]) -> None:
         self._files += files
         self._large_count += len(large)
@@ -536,7 +545,7 @@ class Scanner:
                 return None
             except OSError as e:
                 raise ScanError(f"cannot read link {rel}: {e.strerror}", path=rel) from e
-            self._hashed += 1
+            self._read_one()
             return Entry(LINK, 0o777, self._put("blob", target, None, None), len(target)), sig
         mode = stat.S_IMODE(st.st_mode)
         if st.st_size > self.max_file_bytes:
@@ -571,5 +580,5 @@ class Scanner:
         mode = stat.S_IMODE(sig[0])
         if len(data) > self.max_file_bytes:
             return Entry(LARGE, mode, "", len(data)), sig
-        self._hashed += 1
+        self._read_one()
         return Entry(FILE, mode, self._put("blob", data, None, base), len(data)), sig
