@@ -109,3 +109,22 @@ def test_a_write_through_a_symlink_is_recorded_on_its_target(tmp_path: Path) -> 
         session.undo()
     assert (root / "target.txt").read_text() == "t0\n"
     assert (root / "link").is_symlink()
+
+
+def test_undo_gives_folders_it_brings_back_their_mode(tmp_path: Path) -> None:
+    import shutil
+    import stat
+
+    root = tmp_path / "ws"
+    (root / "tree" / "sub").mkdir(parents=True)
+    (root / "tree" / "sub" / "f").write_text("f\n")
+    (root / "tree" / "sub").chmod(0o700)
+    (root / "tree").chmod(0o750)
+    with takeback.Workspace(root, store=tmp_path / "s") as ws:
+        session = ws.session("s")
+        with session.turn("rm -rf tree") as turn, turn.command("rm -rf tree"):
+            shutil.rmtree(root / "tree")
+        session.undo()
+    assert (root / "tree" / "sub" / "f").read_text() == "f\n"
+    assert stat.S_IMODE((root / "tree").stat().st_mode) == 0o750
+    assert stat.S_IMODE((root / "tree" / "sub").stat().st_mode) == 0o700

@@ -374,6 +374,7 @@ def _apply_moves(store: Store, opts: Options, session: str, kind: str, turns: li
     # Removals first, deepest first, so that a folder the turn made of a file is empty
     # when the file comes back; then writes, parents first (a folder before its files).
     todo.sort(key=lambda m: (0, -m[0].count("/")) if m[2] is None else (1, m[0].count("/")))
+    made: list[str] = []
     for path, now, write in todo:
         try:
             if not disk_matches(store, root, path, now):
@@ -397,6 +398,7 @@ def _apply_moves(store: Store, opts: Options, session: str, kind: str, turns: li
                 if now is not None and now.kind == DIR and not root.remove_dir(path):
                     failed.append(path)  # files someone put in it since
                     continue
+                made.extend(_missing_parents(root, path))
                 if write.kind == LINK:
                     root.write_symlink(path, blobs[write.oid])
                 else:
@@ -404,6 +406,16 @@ def _apply_moves(store: Store, opts: Options, session: str, kind: str, turns: li
             restored.append(path)
         except (OSError, PathError):
             failed.append(path)
+    # Folders made to hold a file coming back get the mode they had (deepest first, so a
+    # read-only one is closed after what goes in it).
+    if before_tree is not None:
+        for d in sorted(set(made), key=lambda d: d.count("/"), reverse=True):
+            e = lookup(get_tree, before_tree, d)
+            if e is not None and e.kind == DIR:
+                try:
+                    root.chmod_dir(d, e.mode)
+                except (OSError, PathError):
+                    failed.append(d + "/")
     store.clear_journal()
     restored.sort()
     with store.meta.tx():
@@ -423,6 +435,17 @@ def _lstat(root: SafeRoot, path: str) -> object | None:
         return root.lstat(path)
     except PathError:
         return None
+
+
+def _missing_parents(root: SafeRoot, path: str) -> list[str]:
+    """Return the folders above ``path`` that do not exist (a write will make them)."""
+    parts = path.split("/")[:-1]
+    missing = []
+    for i in range(len(parts)):
+        d = "/".join(parts[: i + 1])
+        if _lstat(root, d) is None:
+            missing.append(d)
+    return missing
 
 
 def _prune_dirs(root: SafeRoot, path: str, before_tree: str | None,
