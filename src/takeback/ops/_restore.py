@@ -174,7 +174,7 @@ def apply_plan(store: Store, plan: Plan, *, pre: str | None,
     dirs = [i for i in plan.items if i.target is not None and i.target.kind == DIR]
     for item in sorted(dirs, key=lambda i: i.path.count("/")):
         if item.current is None or item.current.kind != DIR:
-            st = _lstat(root, item.path)
+            st = lstat_or_none(root, item.path)
             if st is not None and stat.S_ISDIR(st.st_mode):
                 continue  # already there (made for a file below it)
             if unchanged(item.path, None):
@@ -208,7 +208,8 @@ def apply_plan(store: Store, plan: Plan, *, pre: str | None,
     return result
 
 
-def _lstat(root: SafeRoot, path: str) -> os.stat_result | None:
+def lstat_or_none(root: SafeRoot, path: str) -> os.stat_result | None:
+    """Return the entry's own stat, or None when it is absent or unreachable safely."""
     try:
         return root.lstat(path)
     except PathError:

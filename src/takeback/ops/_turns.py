@@ -50,7 +50,7 @@ from ..model import (
 )
 from ..store import Store
 from ._patch import line_counts
-from ._restore import disk_matches
+from ._restore import disk_matches, lstat_or_none
 from ._snapshot import Options, take
 from ._treediff import diff_trees, lookup
 
@@ -340,7 +340,7 @@ def _apply_moves(store: Store, opts: Options, session: str, kind: str, turns: li
         now = lookup(get_tree, pre.tree, path)
         if _same(now, write):
             continue  # already as the operation would leave it
-        if now is None and _lstat(root, path) is not None:
+        if now is None and lstat_or_none(root, path) is not None:
             left[path] = "out of scope (ignored) and in the way"
             continue
         if write is not None and write.kind == LARGE:
@@ -430,20 +430,13 @@ def _apply_moves(store: Store, opts: Options, session: str, kind: str, turns: li
                         conflicts if force else [], left=left)
 
 
-def _lstat(root: SafeRoot, path: str) -> object | None:
-    try:
-        return root.lstat(path)
-    except PathError:
-        return None
-
-
 def _missing_parents(root: SafeRoot, path: str) -> list[str]:
     """Return the folders above ``path`` that do not exist (a write will make them)."""
     parts = path.split("/")[:-1]
     missing = []
     for i in range(len(parts)):
         d = "/".join(parts[: i + 1])
-        if _lstat(root, d) is None:
+        if lstat_or_none(root, d) is None:
             missing.append(d)
     return missing
 
