@@ -574,12 +574,15 @@ def test_commands_created_folders_links_and_deletions(ws: takeback.Workspace,
     assert sorted(cmd.changed) == [("gen/deep/out.txt", "created"), ("gone.txt", "deleted"),
                                    ("link", "created"), ("old-link", "updated")]
     c = by_path(turn.changes)
-    assert set(c) == {"gen/deep/out.txt", "gone.txt", "link", "old-link"}
+    # The folders the command made are changes of the turn too (undo removes them).
+    assert set(c) == {"gen", "gen/deep", "gen/deep/out.txt", "gone.txt", "link", "old-link"}
+    assert c["gen"].kind == "folder" and c["gen"].status == "created"
     assert c["link"].status == "created" and c["old-link"].status == "modified"
     session.undo()
     assert state(ws_dir) == start
     after_redo = session.redo()
-    assert sorted(after_redo.restored) == sorted(c)
+    assert sorted(after_redo.restored) == sorted(
+        p + "/" if c[p].kind == "folder" else p for p in c)
     assert os.readlink(ws_dir / "link") == "gen/deep/out.txt"
 
 

@@ -41,6 +41,9 @@ MODES = [0o644, 0o755]
 
 #: A file as the model sees it: (bytes, permission bits), or None when absent.
 File = tuple[bytes, int] | None
+#: The folders a command can make (their files' parents); a folder is FOLDER or None.
+FOLDERS = ["d", "d/e"]
+FOLDER: File = (b"<folder>", -1)
 
 paths = st.sampled_from(PATHS)
 contents = st.sampled_from(CONTENTS)
@@ -64,6 +67,8 @@ class MOp:
     state: str = "active"
     #: the paths an undo wrote: redo brings back those, not the files already as before
     wrote: frozenset[str] = frozenset()
+    #: a revert's turn: the state it stands at
+    to_turn: int = 0
 
 
 def put(root: Path, rel: str, f: File) -> None:
@@ -126,6 +131,16 @@ class TurnsMachine(RuleBasedStateMachine):
 
     # -- the model's own bookkeeping ---------------------------------------------------
 
+    def now(self, rel: str) -> File:
+        """A path as it is: a file as the model has it; a folder as the disk has it.
+
+        Folders are observed, not predicted: a restore removes one only when it is empty,
+        and which empty folders are left behind is beside the point of this model.
+        """
+        if rel in FOLDERS:
+            return FOLDER if (self.root / rel).is_dir() else None
+        return self.files.get(rel)
+
     def set_file(self, rel: str, f: File) -> None:
         put(self.root, rel, f)
         if f is None:
@@ -137,8 +152,8 @@ class TurnsMachine(RuleBasedStateMachine):
         """End the open turn in the model: files back where they began drop out."""
         t = self.turns[-1]
         assert t.state == "open"
-        t.changes = {p: (b, self.files.get(p)) for p, b in self.touched.items()
-                     if b != self.files.get(p)}
+        t.changes = {p: (b, self.now(p)) for p, b in self.touched.items()
+                     if b != self.now(p)}
         t.state = "done"
         self.turn = None
         self.touched = {}
@@ -153,7 +168,7 @@ class TurnsMachine(RuleBasedStateMachine):
         conflicts: list[str] = []
         todo: list[tuple[str, File]] = []
         for p, expect, write in moves:
-            now = self.files.get(p)
+            now = self.now(p)
             if now == write:
                 continue
             if now != expect:
@@ -176,18 +191,25 @@ class TurnsMachine(RuleBasedStateMachine):
             return None
         result = call()
         assert not result.nothing
-        assert sorted(result.restored) == sorted(p for p, _w in todo)
+        files_todo = [(p, w) for p, w in todo if p not in FOLDERS]
+        assert sorted(p for p in result.restored if not p.endswith("/")) == sorted(
+            p for p, _w in files_todo)
+        # A folder is listed when it was made, or removed (not when kept for what is in it).
+        for p in result.restored:
+            if p.endswith("/"):
+                want = dict(todo)[p[:-1]]
+                assert (self.root / p[:-1]).is_dir() == (want is not None)
         assert sorted(result.conflicts) == (sorted(conflicts) if force else [])
         # Nothing is lost: the snapshot taken before holds every file as it was.
         assert result.pre is not None
-        for p, _w in todo:
+        for p, _w in files_todo:
             f = self.files.get(p)
             if f is None:
                 with pytest.raises(takeback.PathError):
                     self.ws.show(result.pre, p)
             else:
                 assert self.ws.show(result.pre, p) == f[0]
-        for p, w in todo:
+        for p, w in files_todo:
             if w is None:
                 self.files.pop(p, None)
             else:
@@ -264,14 +286,15 @@ class TurnsMachine(RuleBasedStateMachine):
     def command(self, writes: list[tuple[str, bytes | None]]) -> None:
         """A command that rewrites or deletes several files (found by its snapshots)."""
         assert self.turn is not None
-        before = dict(self.files)
+        before = {p: self.now(p) for p in PATHS + FOLDERS}
         with self.turn.command("a command", tool_call_id=f"call_{next(self.calls)}"):
             for path, data in writes:
                 old = self.files.get(path)
                 self.set_file(path, None if data is None else (data, old[1] if old else 0o644))
-        for path in PATHS:
-            if before.get(path) != self.files.get(path):
-                self.touched.setdefault(path, before.get(path))
+        # The folders it made are changes of the turn too.
+        for path in PATHS + FOLDERS:
+            if before[path] != self.now(path):
+                self.touched.setdefault(path, before[path])
 
     @rule(actions=st.lists(st.tuples(st.sampled_from(["write", "delete", "chmod"]), paths,
                                      contents, modes), min_size=1, max_size=4),
@@ -302,7 +325,9 @@ class TurnsMachine(RuleBasedStateMachine):
         for p, (b, a) in expected.items():
             status = "created" if b is None else "deleted" if a is None else "modified"
             assert got[p].status == status
-            assert got[p].sha256 == (hashlib.sha256(a[0]).hexdigest() if a else None)
+            assert got[p].kind == ("folder" if p in FOLDERS else "file")
+            digest = hashlib.sha256(a[0]).hexdigest() if a and p not in FOLDERS else None
+            assert got[p].sha256 == digest
             assert got[p].undoable
 
     # -- a person ----------------------------------------------------------------------
@@ -311,12 +336,12 @@ class TurnsMachine(RuleBasedStateMachine):
     def person_edit(self, path: str, data: bytes | None, mode: int) -> None:
         self.set_file(path, None if data is None else (data, mode))
 
-    @precondition(lambda self: any(t.changes for t in self.turns))
+    @precondition(lambda self: any(set(t.changes) - set(FOLDERS) for t in self.turns))
     @rule(data=st.data(), new=st.one_of(st.none(), contents), mode=modes)
     def person_edits_a_changed_file(self, data: st.DataObject, new: bytes | None,
                                     mode: int) -> None:
         """The edits that make conflicts: to a file some turn changed."""
-        changed = sorted({p for t in self.turns for p in t.changes})
+        changed = sorted({p for t in self.turns for p in t.changes if p not in FOLDERS})
         self.set_file(data.draw(st.sampled_from(changed)), None if new is None else (new, mode))
 
     @rule()
@@ -339,7 +364,9 @@ class TurnsMachine(RuleBasedStateMachine):
         file = path if which == "file" else None
         call = lambda: self.session.undo(turn=turn, file=file, force=force)  # noqa: E731
         if turn is None:
-            done = [t for t in self.turns if t.state == "done"]
+            # The last turn that changed something (that file): an empty reply is not it.
+            done = [t for t in self.turns if t.state == "done"
+                    and (file in t.changes if file is not None else t.changes)]
             if not done:
                 if file is not None:
                     with pytest.raises(takeback.UsageError):
@@ -368,7 +395,8 @@ class TurnsMachine(RuleBasedStateMachine):
             assert result.turns == [t.n]
             if file is None:
                 t.state = "undone"
-            self.ops.append(MOp("undo", [t.n], file, wrote=frozenset(result.restored)))
+            self.ops.append(MOp("undo", [t.n], file,
+                                wrote=frozenset(p.rstrip("/") for p in result.restored)))
 
     @rule(force=forces)
     def redo(self, force: bool) -> None:
@@ -397,6 +425,10 @@ class TurnsMachine(RuleBasedStateMachine):
             with pytest.raises(takeback.UsageError):
                 call()
             return
+        standing = [op for op in self.ops if op.kind == "revert" and op.state == "active"]
+        if standing:
+            self.move_revert(standing[-1], k, force, call)
+            return
         turns = [t for t in self.turns if t.n > k and t.state == "done"]
         if not turns:
             assert call().nothing
@@ -408,13 +440,41 @@ class TurnsMachine(RuleBasedStateMachine):
                 first.setdefault(p, b)
                 last[p] = a
         moves = [(p, last[p], first[p]) for p in sorted(first)]
-        pre = dict(self.files)
+        pre: dict[str, File] = {**self.files, **{d: self.now(d) for d in FOLDERS}}
         result = self.run_op(call, moves, force)
         if result is not None:
             assert result.turns == [t.n for t in turns]
             for t in turns:
                 t.state = "reverted"
-            self.ops.append(MOp("revert", [t.n for t in turns], pre=pre))
+            self.ops.append(MOp("revert", [t.n for t in turns], pre=pre, to_turn=k))
+
+    def move_revert(self, op: MOp, k: int, force: bool,
+                    call: Callable[[], takeback.TurnOpResult]) -> None:
+        """A revert while one stands: exactly the state turn k left, every later one back."""
+        if k == op.to_turn:
+            assert call().nothing
+            return
+        held = set(op.turns)
+        live = [t for t in self.turns
+                if t.state == "done" or (t.state == "reverted" and t.n in held)]
+        low = min(k, op.to_turn)
+        moves = []
+        for p in sorted({p for t in live if t.n > low for p in t.changes}):
+            touching = [(t.n, *t.changes[p]) for t in live if p in t.changes]
+            later = [x for x in touching if x[0] > k]
+            want = later[0][1] if later else [x for x in touching if x[0] <= k][-1][2]
+            by_revert = [x for x in touching if x[0] in held]
+            expect = by_revert[0][1] if by_revert else touching[-1][2]
+            moves.append((p, expect, want))
+        result = self.run_op(call, moves, force)
+        if result is not None:
+            after = [t.n for t in live if t.n > k]
+            assert result.turns == sorted(held.symmetric_difference(after))
+            for t in live:
+                t.state = "reverted" if t.n > k else "done"
+            op.turns, op.to_turn = after, k
+            if not after:
+                op.state = "unreverted"
 
     @rule(force=forces)
     def unrevert(self, force: bool) -> None:

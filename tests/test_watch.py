@@ -53,7 +53,7 @@ def test_steps_match_the_pauses_and_rewind_is_exact(tb: CLI, ws_dir: Path,
     ]
     assert [s["label"] for s in steps] == ["agent run #1", "agent run #2", "agent run #3"]
     assert {c["path"]: c["status"] for c in result["changes"]} == {
-        "sub/b.txt": "created", "c.txt": "created"}  # a.txt came and went
+        "sub": "created", "sub/b.txt": "created", "c.txt": "created"}  # a.txt came and went
     assert "recorded turn" not in proc.stderr  # --json: the summary is the document
 
     final = files_state(ws_dir)

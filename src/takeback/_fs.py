@@ -90,8 +90,11 @@ def check_relpath(rel: str) -> list[str]:
 class SafeRoot:
     """Writes, removes and inspects entries under one root without following symlinks."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, *, tmp_tag: str = "") -> None:
         self.root = root
+        #: names temporary files (``.takeback-tmp-<tag>…``), so that whoever finishes an
+        #: interrupted restore can find and remove the ones it left
+        self.tmp_prefix = TMP_PREFIX + tmp_tag
 
     @contextmanager
     def parent(self, rel: str, *, create: bool = False) -> Iterator[tuple[int, str]]:
@@ -151,13 +154,65 @@ class SafeRoot:
             with os.fdopen(fd, "rb") as f:
                 return f.read()
 
+    def read_entry(self, rel: str, *, limit: int) -> tuple[os.stat_result, bytes | None] | None:
+        """Return an entry's own stat and, for a link or a regular file, its bytes.
+
+        Nothing is followed: a symlink on the way (a folder swapped for a link to another
+        place) makes the entry unreachable (None), like an absent one; a FIFO or device
+        is never opened for reading (its bytes are None). A regular file larger than
+        ``limit`` bytes is not read (its bytes are None).
+        """
+        try:
+            with self.parent(rel) as (pfd, name):
+                st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    return st, os.fsencode(os.readlink(name, dir_fd=pfd))
+                if not stat.S_ISREG(st.st_mode):
+                    return st, None
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                             dir_fd=pfd)
+                with os.fdopen(fd, "rb") as f:
+                    st = os.fstat(f.fileno())
+                    if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+                        return st, None
+                    return st, f.read()
+        except (FileNotFoundError, NotADirectoryError, PathError):
+            return None
+
+    def open_file(self, rel: str) -> int:
+        """Return a read-only descriptor on a regular file, never following a link.
+
+        Raises:
+            PathError: reaching it would go through a symlink.
+            OSError: it is absent, or not a regular file (``EINVAL``).
+        """
+        with self.parent(rel) as (pfd, name):
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         dir_fd=pfd)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise OSError(errno.EINVAL, "not a regular file", rel)
+            return fd
+
+    def listdir(self, rel: str) -> list[str]:
+        """Return the names in the folder ``rel`` ('' is the root), never through a link."""
+        if not rel:
+            fd = os.open(self.root, _DIR_FLAGS)
+        else:
+            with self.parent(rel) as (pfd, name):
+                fd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
+        try:
+            return os.listdir(fd)
+        finally:
+            os.close(fd)
+
     def write_file(self, rel: str, data: bytes, mode: int) -> None:
         """Put a regular file with ``data`` and permission bits ``mode`` at ``rel``.
 
         A symlink or file already there is replaced atomically, never written through.
         """
         with self.parent(rel, create=True) as (pfd, name):
-            tmp = f"{TMP_PREFIX}{secrets.token_hex(6)}"
+            tmp = f"{self.tmp_prefix}{secrets.token_hex(6)}"
             fd = os.open(
                 tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                 0o600, dir_fd=pfd,
@@ -179,7 +234,7 @@ class SafeRoot:
     def write_symlink(self, rel: str, target: bytes) -> None:
         """Put a symlink pointing at ``target`` at ``rel`` (the target is stored, not checked)."""
         with self.parent(rel, create=True) as (pfd, name):
-            tmp = f"{TMP_PREFIX}{secrets.token_hex(6)}"
+            tmp = f"{self.tmp_prefix}{secrets.token_hex(6)}"
             os.symlink(target, tmp, dir_fd=pfd)
             try:
                 os.replace(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
@@ -233,22 +288,27 @@ class SafeRoot:
         return True
 
 
-def to_rel(root: str, path: str, *, base: str | None = None) -> str:
+def to_rel(root: str, path: str, *, base: str | None = None, follow: bool = True) -> str:
     """Return ``path`` relative to ``root`` ('/'-separated), refusing paths outside it.
 
     A relative ``path`` is taken from ``base`` (default: the root). The last component is
-    not resolved, so a symlink is named as itself; the folders above it are.
+    not resolved, so a symlink is named as itself; the folders above it are, unless
+    ``follow`` is false and the path lies inside the root as written: then it names the
+    place in the workspace it spells, even where a folder on the way is now a link (what
+    a restore of that path is about).
 
     Raises:
         PathError: the path lies outside the root.
     """
     full = path if os.path.isabs(path) else os.path.join(base or root, path)
     full = os.path.normpath(full)
+    prefix = root.rstrip("/") + "/"
+    if not follow and (full == root or full.startswith(prefix)):
+        return "" if full == root else full[len(prefix):]
     head, tail = os.path.split(full)
     real = os.path.join(os.path.realpath(head), tail) if tail else os.path.realpath(head)
     if real == root:
         return ""
-    prefix = root.rstrip("/") + "/"
     if not real.startswith(prefix):
         raise PathError(f"path is outside the workspace root {root}: {path}", path=path)
     return real[len(prefix):]

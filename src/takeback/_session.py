@@ -203,11 +203,42 @@ class Session:
             PathError: ``file`` is outside the root.
         """
         ws = self.workspace
-        rel = ws.rel(file) if file is not None else None
+        # A restore names the place as written: a folder on the way that is a link now
+        # is for the engine to refuse, not a reason to look elsewhere.
+        rel = ws.rel(file, follow=False) if file is not None else None
         return self._take_back(lambda store: ops.undo(store, ws.options, self.name, turn=turn,
                                                       file=rel, force=force,
                                                       close_open=end_open),
                                end_open=end_open)
+
+    def undo_file(self, file: str | os.PathLike[str], *, force: bool = False
+                  ) -> ops.TurnOpResult:
+        """Put one file back as it was before the session first changed it.
+
+        The turns' change lists say when that was (where the session has no turns, its
+        command steps do). A file the session created is removed, with the folders made
+        for it when they are left empty. A turn still open is ended first.
+
+        Args:
+            file: the path (relative to the root, or absolute inside it).
+            force: overwrite the file when it changed since what the session's record
+                last says of it (an undo, redo or revert counts; a person's edit does
+                not): the snapshot taken before keeps the edit.
+
+        Returns:
+            What was restored (``kind`` is ``undo-file``), and the snapshot taken before.
+
+        Raises:
+            ConflictError: the file changed since the record's last word on it.
+            UsageError: the session never changed the file.
+            PathError: ``file`` is outside the root.
+        """
+        ws = self.workspace
+        rel = ws.rel(file, follow=False)
+        if not rel:
+            raise UsageError("undo_file takes a file, not the whole workspace")
+        return self._take_back(lambda store: ops.undo_file(store, ws.options, self.name, rel,
+                                                           force=force), end_open=True)
 
     def redo(self, *, force: bool = False) -> ops.TurnOpResult:
         """Bring back what the last undo took back (undo after undo, redo walks forward).
@@ -342,6 +373,8 @@ class Turn:
         ops.finish_open_steps(store, ws.options, self.session.name, self.n)
         self._changes = ops.end_turn(store, ws.options, self.session.name, self.n)
         for c in self._changes:
+            if c.kind == "folder":
+                continue  # file.changed is of files; the change list holds folders too
             kind = {"created": "created", "deleted": "deleted"}.get(c.status, "updated")
             ws.emit({"event": "file.changed", "path": c.path, "change": kind,
                      "tool_call_id": touches.get(c.path, (None, None))[1],
@@ -447,8 +480,9 @@ class Step:
         in_turn = row is not None and row[4] == "open"
         if in_turn:
             assert self.turn is not None
-            deltas = ops.join_command(store, self.session.name, self.turn, self.before.tree,
-                                      self.after.tree, call, before_at=self.before.created_at)
+            deltas = ops.join_command(store, ws.options, self.session.name, self.turn,
+                                      self.before.tree, self.after.tree, call,
+                                      before_at=self.before.created_at)
         else:
             deltas = [
                 (p, a, b) for p, a, b in ops.diff_trees(store.objects.get_tree,
@@ -456,6 +490,8 @@ class Step:
                 if not ((a is None or a.kind == DIR) and (b is None or b.kind == DIR))
             ]
         for path, old, new in deltas:
+            if (old is None or old.kind == DIR) and (new is None or new.kind == DIR):
+                continue  # a folder made or removed: in the change list, not a file event
             kind = "created" if old is None or old.kind == DIR else (
                 "deleted" if new is None or new.kind == DIR else "updated")
             self.changed.append((path, kind))

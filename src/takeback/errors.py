@@ -38,7 +38,7 @@ class TakebackError(Exception):
         """Return the machine form of the error (``--json`` and MCP tool errors)."""
         doc: dict[str, Any] = {"error": type(self).__name__, "message": self.message,
                                "exit_code": self.exit_code}
-        for name in ("conflicts", "restored", "failed", "undo_id"):
+        for name in ("conflicts", "restored", "failed", "undo_id", "left"):
             if hasattr(self, name):
                 doc[name] = getattr(self, name)
         return doc
@@ -145,11 +145,14 @@ class RestoreError(TakebackError):
         restored: Sequence[str],
         failed: Sequence[str],
         undo_id: str,
+        left: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.restored = list(restored)
         self.failed = list(failed)
         self.undo_id = undo_id
+        #: paths left as they are, and why (a folder kept for what is in it, ...)
+        self.left = dict(left or {})
 
 
 __all__ = [

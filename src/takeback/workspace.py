@@ -17,7 +17,6 @@ from ._fs import to_rel
 from .errors import PathError, ScanError, TakebackError, UsageError
 from .model import DIR, LARGE, Plan, SessionInfo, SnapshotInfo
 from .ops import DiffResult, FileDiff, Options, Resolved
-from .scan import TreeScope
 from .store import Store, default_store_path
 
 DEFAULT_SESSION = "default"
@@ -151,13 +150,20 @@ class Workspace:
             except Exception:  # noqa: BLE001 - a listener's bug must not stop recording
                 pass
 
-    def rel(self, path: str | os.PathLike[str], *, base: str | None = None) -> str:
+    def rel(self, path: str | os.PathLike[str], *, base: str | None = None,
+            follow: bool = True) -> str:
         """Return a path relative to the root ('/'-separated).
+
+        Args:
+            path: relative to ``base`` (default: the root), or absolute.
+            base: the folder a relative path is taken from.
+            follow: resolve symlinked folders on the way (false: a path that lies in the
+                root as written names that place, whatever stands there now).
 
         Raises:
             PathError: the path is outside the root.
         """
-        return to_rel(self.root, os.fspath(path), base=base)
+        return to_rel(self.root, os.fspath(path), base=base, follow=follow)
 
     def interrupted(self) -> dict[str, Any] | None:
         """Return the journal of a restore that did not finish, if any."""
@@ -288,11 +294,6 @@ class Workspace:
 
     # -- taking back -------------------------------------------------------------------
 
-    def _scope_of(self, tree: str) -> TreeScope:
-        store = self.open_store()
-        return TreeScope(self.root, tree, get_tree=store.objects.get_tree,
-                         read_blob=store.objects.get, exclude_env=self.options.exclude_env)
-
     def rewind(self, to: str, *, paths: Sequence[str] | None = None, dry_run: bool = False,
                session: str = DEFAULT_SESSION,
                on_progress: Callable[[int, int], None] | None = None) -> RewindResult:
@@ -303,23 +304,16 @@ class Workspace:
 
         Raises:
             RefError: ``to`` names nothing.
+            StoreCorruptError: the store cannot give back what the rewind would overwrite;
+                nothing was written.
             RestoreError: writes failed part way (what was done is attached).
         """
         store = self.open_store()
         resolved = self.resolve(to, session=session)
         target = resolved.snapshot
-        if dry_run:
-            plan = ops.make_plan(store.objects.get_tree, self._now_tree(), target.tree,
-                                 target.id, paths, target_scope=self._scope_of(target.tree))
-            return RewindResult(plan, target, resolved.note, True)
-        with store.lock(exclusive=True):
-            result = ops.scan(store, self.options)
-            pre = ops.record(store, result, kind="pre-rewind", session=session,
-                             message=f"before rewind to {target.id[:10]}")
-            plan = ops.make_plan(store.objects.get_tree, pre.tree, target.tree, target.id, paths,
-                                 target_scope=self._scope_of(target.tree))
-            done = ops.apply_plan(store, plan, pre=pre.id, on_progress=on_progress)
-        return RewindResult(plan, target, resolved.note, False, pre.id, done.restored,
+        done = ops.rewind(store, self.options, target, paths=paths, dry_run=dry_run,
+                          session=session, on_progress=on_progress)
+        return RewindResult(done.plan, target, resolved.note, dry_run, done.pre, done.restored,
                             done.not_restored, done.kept_dirs, done.left)
 
 

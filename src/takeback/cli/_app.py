@@ -168,14 +168,56 @@ def _warn_interrupted(ctx: Ctx) -> None:
     if journal.get("broken"):
         ctx.warn("an interrupted restore left an unreadable journal in the store")
         return
-    target, pre = journal.get("target"), journal.get("pre")
-    if target and pre:
-        ctx.warn(f"a {journal.get('op', 'restore')} was interrupted: finish it with "
-                 f"`takeback rewind --to {target[:10]}` or take it back with "
-                 f"`takeback rewind --to {pre[:10]}`")
-    elif pre:
-        ctx.warn(f"a {journal.get('op', 'restore')} was interrupted: take it back with "
-                 f"`takeback rewind --to {pre[:10]}`")
+    finish, back = recovery_commands(ctx.workspace().root, journal)
+    op = str(journal.get("op", "restore"))
+    article = "an" if op[:1] in "aeiou" else "a"
+    if finish and back:
+        ctx.warn(f"{article} {op} was interrupted: finish it with `{finish}` "
+                 f"or take it back with `{back}`")
+    elif back:
+        ctx.warn(f"{article} {op} was interrupted: take it back with `{back}`")
+
+
+#: How many paths a printed recovery command names before it names the whole workspace.
+_MAX_NAMED = 20
+
+
+def recovery_commands(root: str, journal: dict[str, Any]) -> tuple[str | None, str | None]:
+    """Return the commands that finish an interrupted operation and that take it back.
+
+    Paths are printed absolute, so the commands work from any folder.
+    """
+    import shlex
+
+    def cmd(*words: object, paths: Any = None) -> str:
+        line = shlex.join(["takeback", *map(str, words)])
+        if paths:
+            line += " -- " + shlex.join(os.path.join(root, str(p)) for p in paths)
+        return line
+
+    session = journal.get("session")
+    where: list[str] = ["--session", str(session)] if session else []
+    pre, op = journal.get("pre"), journal.get("op")
+    planned = [p for p in journal.get("planned") or () if isinstance(p, str)]
+    back_paths = journal.get("paths") if op == "rewind" else (
+        planned if len(planned) <= _MAX_NAMED else None)
+    # Ids name snapshots whatever the session: only the turn commands need it.
+    back = cmd("rewind", "--to", str(pre)[:10], paths=back_paths) if pre else None
+    finish: str | None = None
+    raw = journal.get("data")
+    data: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    turns = journal.get("turns") or []
+    if op == "rewind" and journal.get("target"):
+        finish = cmd("rewind", "--to", str(journal["target"])[:10],
+                     paths=journal.get("paths"))
+    elif op == "undo" and turns:
+        extra = ["--file", os.path.join(root, str(journal["file"]))] if journal.get("file") else []
+        finish = cmd(*where, "undo", "--turn", turns[0], *extra)
+    elif op in ("redo", "unrevert"):
+        finish = cmd(*where, op)
+    elif op == "revert" and "to_turn" in data:
+        finish = cmd(*where, "revert", "--to-turn", data["to_turn"])
+    return finish, back
 
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
@@ -238,6 +280,8 @@ def _report(ctx: Ctx, e: TakebackError) -> int:
             print(f"  restored: {p}", file=sys.stderr)
         for p in e.failed:
             print(f"  not restored: {p}", file=sys.stderr)
+        for p, why in sorted(e.left.items()):
+            print(f"  left as is: {p} ({why})", file=sys.stderr)
         if e.undo_id:
             print(f"  put it all back with: takeback rewind --to {e.undo_id[:10]}",
                   file=sys.stderr)

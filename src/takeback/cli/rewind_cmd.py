@@ -43,7 +43,8 @@ def run(ctx: Ctx) -> int:
             "counts": counts, "pre_rewind": result.pre, "restored": result.restored,
             "not_restored": list(result.not_restored) if not result.dry_run
             else list(plan.not_restorable),
-            "kept_dirs": result.kept_dirs, "left": result.left,
+            "kept_dirs": result.kept_dirs,
+            "left": plan.left if result.dry_run else result.left,
         })
         return 0
     if result.note:
@@ -56,8 +57,8 @@ def run(ctx: Ctx) -> int:
     if result.dry_run:
         for p in plan.not_restorable:
             ctx.out(f"not restored (never kept): {p}")
-        for p in plan.kept:
-            ctx.out(f"left as is: {p} (over the size limit, never kept)")
+        for p, why in sorted(plan.left.items()):
+            ctx.out(f"left as is: {p} ({why})")
         ctx.out("dry run: nothing was written")
         return 0
     ctx.out(f"pre-rewind snapshot: {sid(result.pre)} "

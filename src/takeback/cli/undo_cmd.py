@@ -23,6 +23,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ctx: Ctx) -> int:
     """Undo and report."""
     ws = ctx.workspace()
-    file = ws.rel(ctx.args.file, base=ctx.cwd) if ctx.args.file else None
+    file = ws.rel(ctx.args.file, base=ctx.cwd, follow=False) if ctx.args.file else None
     result = ws.session(ctx.session).undo(turn=ctx.args.turn, file=file, force=ctx.args.force)
     return report(ctx, result)

@@ -14,8 +14,6 @@ tools in worker threads, and a store connection belongs to the thread that opene
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +24,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from .. import __version__
-from ..errors import ConflictError, TakebackError, UsageError
+from ..errors import TakebackError
 
 if TYPE_CHECKING:
     from .. import PlanItem, Session, Workspace
@@ -191,24 +189,18 @@ class _Tools:
     def undo_file(self, path: str, session: str | None, force: bool = False) -> dict[str, Any]:
         with self.workspace() as ws:
             s = self.session(ws, session)
-            rel = ws.rel(path)
-            if not rel:
-                raise UsageError("undo_file takes a file, not the whole workspace")
-            ref = _first_change(ws, s, rel)
-            if not force:
-                _check_unchanged_since(ws, s, rel)
-            result = ws.rewind(ref, paths=[rel], session=s.name)
-            actions = [i.action for i in result.plan.items if i.path == rel]
-            restored = list(result.restored)
-            if actions == ["A"]:
-                restored += _prune_parents(ws, ref, rel, s.name)
-            action = actions[0] if actions else None
+            rel = ws.rel(path, follow=False)
+            result = s.undo_file(rel, force=force)
+            action = result.actions.get(rel)
             what = {"M": "restored", "A": "deleted (the session created it)",
                     "D": "recreated", None: "already as it was"}[action]
-            return {"session": s.name, "path": rel, "ref": ref, "action": action,
-                    "restored": restored, "not_restored": list(result.not_restored),
+            if action is None and rel in result.left:
+                what = f"left as it is ({result.left[rel]})"
+            return {"session": s.name, "path": rel, "ref": result.ref, "action": action,
+                    "restored": result.restored, "not_restored": result.not_restored,
+                    "left": result.left, "conflicts": result.conflicts,
                     "pre_rewind": result.pre,
-                    "message": f"{rel}: {what}, as before {ref} "
+                    "message": f"{rel}: {what}, as before {result.ref} "
                                f"(undo this with rewind ref={(result.pre or '')[:12]})"}
 
     def turn_op(self, kind: str, turn: int | None, force: bool,
@@ -253,82 +245,6 @@ def _shown(item: PlanItem) -> str:
     """A plan item's path as the command line shows it (folders end in ``/``)."""
     e = item.target if item.target is not None else item.current
     return item.path + ("/" if e is not None and e.kind == "d" else "")
-
-
-def _first_change(ws: Workspace, s: Session, rel: str) -> str:
-    """Return the ref of the state before the session first changed ``rel``.
-
-    That is the state before the first turn whose change list has the path (a turn
-    still open is ended first, as undo does, so that its list is made from what its
-    tools touched and a person's edits are not taken for the agent's); failing that,
-    before the first command step outside any turn (``takeback run``) that changed it.
-
-    Raises:
-        UsageError: the session did not change the path.
-
-    """
-    current = s.current_turn()
-    if current is not None:
-        current.end()
-    for t in s.turns():
-        if any(c.path == rel for c in t.changes):
-            return f"turn:{t.n}"
-    for st in s.steps():
-        if (st.turn is None and st.before and st.after
-                and ws.diff(st.before, st.after, paths=[rel], session=s.name,
-                            patch=False).files):
-            return st.before
-    raise UsageError(f"session {s.name!r} did not change {rel}")
-
-
-def _check_unchanged_since(ws: Workspace, s: Session, rel: str) -> None:
-    """Refuse, as undo does, when the file changed after the last turn that changed it.
-
-    Raises:
-        ConflictError: it is not what that turn left (a person's edit since).
-    """
-    last = [(t.n, c) for t in s.turns() if t.state == "done" for c in t.changes
-            if c.path == rel]
-    if not last:
-        return
-    n, change = last[-1]
-    full = os.path.join(ws.root, rel)
-    try:
-        if os.path.islink(full):
-            now: str | None = hashlib.sha256(os.fsencode(os.readlink(full))).hexdigest()
-        else:
-            h = hashlib.sha256()
-            with open(full, "rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-            now = h.hexdigest()
-    except FileNotFoundError:
-        now = None
-    if now != change.sha256:
-        raise ConflictError(
-            f"{rel} changed after turn {n}\nnothing was written; use force to overwrite",
-            conflicts=[rel],
-        )
-
-
-def _prune_parents(ws: Workspace, ref: str, rel: str, session: str) -> list[str]:
-    """Remove the folders above a deleted file that are empty and did not exist at ref."""
-    removed = []
-    parts = rel.split("/")[:-1]
-    while parts:
-        d = "/".join(parts)
-        try:
-            if os.listdir(os.path.join(ws.root, d)):
-                break
-        except OSError:
-            break
-        plan = ws.rewind(ref, paths=[d], dry_run=True, session=session).plan
-        if [(i.action, i.path) for i in plan.items] != [("A", d)]:
-            break
-        ws.rewind(ref, paths=[d], session=session)
-        removed.append(d + "/")
-        parts.pop()
-    return removed
 
 
 def build_server(config: ServerConfig) -> MCPServer:

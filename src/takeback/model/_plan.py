@@ -25,8 +25,9 @@ class Plan:
     items: tuple[PlanItem, ...]
     #: paths the target needs but never kept (over the size limit)
     not_restorable: tuple[str, ...] = field(default=())
-    #: paths left as they are: files over the size limit now, which no snapshot keeps
-    kept: tuple[str, ...] = field(default=())
+    #: paths left as they are, and why: what no snapshot keeps (a file over the size
+    #: limit, an ignored file in the way), what the target's rules left out
+    left: dict[str, str] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """Return how many paths each action touches."""

@@ -65,10 +65,12 @@ class StepInfo:
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One file a turn changed.
+    """One path a turn changed: a file, a symlink, or a folder it made or removed.
 
-    ``sha256`` is what the turn left (None when it deleted the file); ``undoable`` is false
-    when the state before the turn was never kept (a file over the size limit).
+    ``sha256`` is what the turn left (None when it deleted the file, and for a folder);
+    ``undoable`` is false when the state before the turn was never kept (a file over the
+    size limit); ``kind`` is ``file``, ``symlink`` or ``folder``: what the turn left there,
+    or for a deletion, what it deleted.
     """
 
     path: str
@@ -77,6 +79,7 @@ class Change:
     removed: int
     sha256: str | None
     undoable: bool
+    kind: str = "file"
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``)."""
@@ -87,6 +90,7 @@ class Change:
             "removed": self.removed,
             "sha256": self.sha256,
             "undoable": self.undoable,
+            "kind": self.kind,
         }
 
 

@@ -1,26 +1,28 @@
-"""Ops layer: the use cases (snapshot, refs, diff, plan and apply a restore); no printing."""
+"""Ops layer: the use cases (snapshot, refs, diff, turns, and every take-back); no printing.
+
+Every operation that writes the workspace builds moves for the one restore engine
+(``_engine``): rewind (``_rewind``), and undo, one-file undo, redo, revert and unrevert
+(``_takeback``). Turns and their change lists are ``_turns``.
+"""
 
 from __future__ import annotations
 
 from ._diff import DiffResult, FileDiff, diff, read_entry
 from ._patch import is_binary, line_counts
 from ._refs import Resolved, resolve
-from ._restore import RestoreResult, apply_plan, make_plan
+from ._rewind import RewindOutcome, rewind
 from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, record, scan, take
+from ._takeback import TurnOpResult, recorded_state, redo, revert, undo, undo_file, unrevert
 from ._treediff import diff_trees, lookup, under
 from ._turns import (
-    TurnOpResult,
     begin_turn,
+    close_open_turn,
     end_turn,
     finish_open_steps,
     join_command,
     open_turn,
     read_state,
-    redo,
-    revert,
     touch,
-    undo,
-    unrevert,
 )
 
 __all__ = [
@@ -29,10 +31,10 @@ __all__ = [
     "FileDiff",
     "Options",
     "Resolved",
-    "RestoreResult",
+    "RewindOutcome",
     "TurnOpResult",
-    "apply_plan",
     "begin_turn",
+    "close_open_turn",
     "diff",
     "diff_trees",
     "end_turn",
@@ -41,18 +43,20 @@ __all__ = [
     "join_command",
     "line_counts",
     "lookup",
-    "make_plan",
     "open_turn",
     "read_entry",
     "read_state",
     "record",
+    "recorded_state",
     "redo",
     "resolve",
     "revert",
+    "rewind",
     "scan",
     "take",
     "touch",
     "under",
     "undo",
+    "undo_file",
     "unrevert",
 ]

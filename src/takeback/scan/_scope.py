@@ -105,8 +105,16 @@ class TreeScope:
         self._rules[folder] = got
         return got
 
-    def ignored(self, rel: str, *, is_dir: bool) -> bool:
-        """Return whether the state's rules leave ``rel`` (or a folder above it) out."""
+    def ignored(self, rel: str, *, is_dir: bool, index: bool = True) -> bool:
+        """Return whether the state's rules leave ``rel`` (or a folder above it) out.
+
+        Args:
+            rel: the path.
+            is_dir: whether it is a folder.
+            index: let git's index (as it is now) bring a tracked path back in, as git
+                does; false asks whether the rules alone leave it out, for a question
+                about the past (a file force-added since was ignored then).
+        """
         parts = rel.split("/")
         for i in range(len(parts)):
             here = "/".join(parts[:i])
@@ -114,11 +122,13 @@ class TreeScope:
             rules, _tree = self._inside(here)
             last = i == len(parts) - 1
             if rules.ignored(path, is_dir if last else True):
+                if not index:
+                    return True
                 if self._index is False:
                     self._index = GitIndex.load(self._root)
-                index = self._index
-                if isinstance(index, GitIndex) and (
-                    index.is_tracked(rel) or (is_dir and index.has_tracked_under(rel))
+                git = self._index
+                if isinstance(git, GitIndex) and (
+                    git.is_tracked(rel) or (is_dir and git.has_tracked_under(rel))
                 ):
                     return False
                 return True

@@ -123,6 +123,13 @@ def _snap(row: tuple[Any, ...]) -> SnapshotInfo:
     )
 
 
+def _change_kind(status: str, before: str | None, after: str | None) -> str:
+    """What a change is of, from its states as stored (``d …`` a folder, ``l …`` a link)."""
+    state = before if status == "deleted" else after
+    kind = (state or "f").split(" ", 1)[0]
+    return {"d": "folder", "l": "symlink"}.get(kind, "file")
+
+
 class MetaStore:
     """Typed queries over the metadata database."""
 
@@ -332,6 +339,13 @@ class MetaStore:
             (session,),
         ))
 
+    def turn_end_times(self, session: str) -> dict[int, float]:
+        """Return when each ended turn of the session ended."""
+        return {int(r[0]): float(r[1]) for r in self.conn.execute(
+            "SELECT n, ended_at FROM turns WHERE session=? AND ended_at IS NOT NULL",
+            (session,),
+        )}
+
     def add_turn(self, session: str, n: int, label: str, before: str | None, at: float) -> None:
         """Open a turn."""
         self.conn.execute(
@@ -410,7 +424,7 @@ class MetaStore:
         """Return a turn's change list."""
         return [
             Change(path=r[0], status=r[1], added=r[2], removed=r[3], sha256=r[6],
-                   undoable=bool(r[7]))
+                   undoable=bool(r[7]), kind=_change_kind(r[1], r[4], r[5]))
             for r in self.change_rows(session, turn)
         ]
 
@@ -440,6 +454,16 @@ class MetaStore:
             (r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5])
             for r in self.conn.execute(sql, args)
         ]
+
+    def op_times(self, session: str) -> dict[int, float]:
+        """Return when each op of the session was recorded."""
+        return {int(r[0]): float(r[1]) for r in self.conn.execute(
+            "SELECT id, created_at FROM ops WHERE session=?", (session,))}
+
+    def update_op(self, op_id: int, turns: list[int], data: dict[str, Any]) -> None:
+        """Change what an active op covers (a standing revert moved to another turn)."""
+        self.conn.execute("UPDATE ops SET turns=?, data=? WHERE id=?",
+                          (json.dumps(turns), json.dumps(data), op_id))
 
     def set_op_state(self, op_id: int, state: str) -> None:
         """Mark an op (active, redone, unreverted, final)."""

@@ -1,0 +1,93 @@
+"""Ops layer: rewind, the workspace (or some paths) put back as a snapshot holds it.
+
+A rewind's moves are the differences between the pre-rewind snapshot and the target: the
+plan and the state that undoes it come from one scan. A dry run plans against a scan of
+the files now and writes nothing, not even a snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..model import Entry, Plan, PlanItem, SnapshotInfo
+from ..scan import TreeScope
+from ..store import Store
+from . import _engine as engine
+from ._snapshot import Options, record, scan
+from ._treediff import diff_trees, under
+
+
+@dataclass
+class RewindOutcome:
+    """What a rewind planned and, unless it was a dry run, did."""
+
+    plan: Plan
+    pre: str | None = None
+    restored: list[str] = field(default_factory=list)
+    not_restored: list[str] = field(default_factory=list)
+    kept_dirs: list[str] = field(default_factory=list)
+    #: paths left as they are, and why (out of scope and in the way, never kept, ...)
+    left: dict[str, str] = field(default_factory=dict)
+
+
+def target_scope(store: Store, opts: Options, tree: str) -> TreeScope:
+    """The ignore rules a recorded state had (its own ``.gitignore`` files)."""
+    return TreeScope(store.root, tree, get_tree=store.objects.get_tree,
+                     read_blob=store.objects.get, exclude_env=opts.exclude_env)
+
+
+def plan(store: Store, opts: Options, current: str, target: SnapshotInfo,
+         paths: Sequence[str] | None = None) -> tuple[Plan, engine.Checked]:
+    """Return the plan that turns tree ``current`` into the target's, and the engine's check.
+
+    Args:
+        store: the open store.
+        opts: the workspace's options.
+        current: the tree of the workspace now (the pre-rewind snapshot's).
+        target: the snapshot to restore.
+        paths: restrict the plan to these paths and what lies below them.
+    """
+    filters = list(paths) if paths is not None else None
+    # A path whose kind changed comes twice from diff_trees (the old entry going, the new
+    # one coming): one move, so that a folder kept for what is in it blocks the file.
+    merged: dict[str, tuple[Entry | None, Entry | None]] = {}
+    for p, old, new in diff_trees(store.objects.get_tree, current, target.tree):
+        if under(p, filters):
+            merged[p] = (merged[p][0] if p in merged else old, new)
+    moves = [engine.Move(p, old, old, new) for p, (old, new) in merged.items()]
+    checked = engine.check(store, moves, target_scope=target_scope(store, opts, target.tree))
+    items = tuple(PlanItem("M" if m.now is not None and m.write is not None
+                           else "A" if m.now is not None else "D", m.path, m.now, m.write)
+                  for m in checked.todo)
+    return Plan(target=target.id, items=items, not_restorable=tuple(checked.not_restored),
+                left=dict(checked.left)), checked
+
+
+def rewind(store: Store, opts: Options, target: SnapshotInfo, *,
+           paths: Sequence[str] | None = None, dry_run: bool = False,
+           session: str | None = None,
+           on_progress: Callable[[int, int], None] | None = None) -> RewindOutcome:
+    """Put the workspace (or just ``paths``) back as it was at ``target``.
+
+    Raises:
+        StoreCorruptError: the store cannot give back what the rewind would overwrite,
+            or what it must write; nothing was written.
+        RestoreError: writes failed part way (what was done is attached).
+    """
+    if dry_run:
+        with store.lock(exclusive=False):
+            now = scan(store, opts).tree
+        return RewindOutcome(plan(store, opts, now, target, paths)[0])
+    with store.lock(exclusive=True):
+        pre = record(store, scan(store, opts), kind="pre-rewind", session=session,
+                     message=f"before rewind to {target.id[:10]}")
+        the_plan, checked = plan(store, opts, pre.tree, target, paths)
+        done = engine.apply(store, checked, pre=pre.id, on_progress=on_progress, journal={
+            "op": "rewind", "session": session, "target": target.id,
+            "paths": list(paths) if paths is not None else None,
+        })
+    out = RewindOutcome(the_plan, pre.id, done.restored, done.not_restored, done.kept_dirs,
+                        done.left)
+    engine.raise_if_failed(done, "rewind", pre.id)
+    return out

@@ -1,0 +1,479 @@
+"""Ops layer: taking turns back: undo, one-file undo, redo, revert and unrevert.
+
+Each builds its moves from the turns' change lists and hands them to the one restore
+engine (:mod:`._engine`), which checks, journals and writes. Every one of them decides and
+writes under the store's exclusive lock (two of them at once cannot both take back the
+same turn), writes nothing on a conflict, takes a snapshot before writing, and is recorded
+in the ``ops`` table, in the same transaction as the turn states it changes, with the
+state it wrote to each path (so a later one-file undo knows what the record says a file
+holds now).
+
+Undo and revert while a turn is still open (a design choice): the open turn is ended
+first, its change list made as at any end, and it is then the last turn. With hooks, an
+interrupted reply leaves its turn open, and the person who types ``takeback undo`` means
+that reply; undoing the last *ended* turn instead would skip the newest changes. A plain
+undo takes back the last turn that changed something: a turn with an empty change list
+(the agent's own reply asking for the undo, before it wrote anything) is not it.
+
+The op stack: each undo and revert is an ``active`` op until redo (or unrevert) takes the
+newest active one, or a new turn makes every active op ``final``. A standing revert moves:
+``revert --to-turn N`` while one stands brings the workspace to exactly the state turn N
+left (turns up to N applied, the later ones taken back), and ``unrevert`` still returns
+to the state before the first revert began.
+
+An operation killed half way and run again finishes the first run's work: it finds that
+run's journal, and records the paths the first run wrote as its own, so that redo or
+unrevert brings back the whole turn.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._fs import check_relpath
+from ..errors import UsageError
+from ..model import Entry, decode_state, encode_state
+from ..store import Store
+from . import _engine as engine
+from ._rewind import target_scope
+from ._snapshot import Options, take
+from ._treediff import diff_trees, lookup
+from ._turns import close_open_turn
+
+if TYPE_CHECKING:
+    from ..store._meta import MetaStore
+
+
+@dataclass
+class TurnOpResult:
+    """What an undo, redo, revert or unrevert did.
+
+    Attributes:
+        kind: ``undo``, ``redo``, ``revert``, ``unrevert`` or ``undo-file``.
+        turns: the turns it took back or brought back.
+        pre: the snapshot taken before it wrote anything (``rewind --to`` it to go back).
+        restored: the paths it wrote or removed (folders end in ``/``).
+        not_restored: paths whose state to write was never kept (over the size limit).
+        conflicts: paths changed since the record that ``force`` overwrote.
+        left: paths left as they are, and why: something out of scope (an ignored file)
+            or never kept (over the size limit) is in the way, or the path was out of
+            scope at the target; ``force`` does not write over these, since no snapshot
+            could bring them back.
+        nothing: true when there was nothing to do (nothing was written, no snapshot).
+        actions: for each path written, what was done as a rewind plan says it: ``M``
+            restored in place, ``A`` removed, ``D`` made again.
+        ref: for a one-file undo, the ref of the state it went back to (``turn:N``, or
+            the id of the snapshot before a command step).
+    """
+
+    kind: str
+    turns: list[int]
+    pre: str | None
+    restored: list[str] = field(default_factory=list)
+    not_restored: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    nothing: bool = False
+    left: dict[str, str] = field(default_factory=dict)
+    actions: dict[str, str] = field(default_factory=dict)
+    ref: str | None = None
+
+
+#: (path, state the record says is there now, state to write)
+_Pair = tuple[str, Entry | None, Entry | None]
+
+
+@dataclass(frozen=True)
+class _Turn:
+    n: int
+    before: str | None
+    state: str
+
+
+def _turns(store: Store, session: str) -> list[_Turn]:
+    return [_Turn(int(r[0]), r[2], r[4]) for r in store.meta.turn_rows(session)]
+
+
+def _changes(store: Store, session: str, n: int) -> list[tuple[str, Entry | None, Entry | None]]:
+    return [(r[0], decode_state(r[4]), decode_state(r[5]))
+            for r in store.meta.change_rows(session, n)]
+
+
+def _tree_of(store: Store, snapshot_id: str | None) -> str | None:
+    if snapshot_id is None:
+        return None
+    snap = store.meta.snapshot(snapshot_id)
+    return None if snap is None else snap.tree
+
+
+def _run(store: Store, opts: Options, session: str, kind: str, turns: list[int],
+         pairs: list[_Pair], *, force: bool, describe: Callable[[str], str],
+         target_tree: str | None, prune: bool, data: dict[str, Any],
+         on_done: Callable[[MetaStore], None], record_as: str | None = None,
+         record_state: str = "active") -> TurnOpResult:
+    """Snapshot, check, write through the engine, and record one operation (under the lock).
+
+    Args:
+        store: the open store (the caller holds its exclusive lock).
+        opts: the workspace's options.
+        session: the session's name.
+        kind: what it is called in the journal and the result.
+        turns: the turns it concerns, for the record.
+        pairs: (path, state expected now, state to write) for each path.
+        force: write over paths that are not in the state expected.
+        describe: the line that names a conflict on a path.
+        target_tree: the state the operation goes back to, where there is one: its
+            ignore rules say what it never held, and its folders give their modes to
+            folders made again.
+        prune: remove folders a removal leaves empty that ``target_tree`` lacks.
+        data: what the op row keeps, beside the paths written.
+        on_done: updates turn and op states, in the transaction that records the op.
+        record_as: the op's kind in the record (default: ``kind``).
+        record_state: the op's state in the record.
+
+    Raises:
+        ConflictError: a path is not as the record says, and ``force`` is false.
+        StoreCorruptError: the store cannot give back what would be overwritten.
+        RestoreError: some writes failed; the op is recorded with what was written.
+    """
+    previous = store.read_journal()
+    pre = take(store, opts, kind=f"pre-{kind}", session=session,
+               message=f"before {kind} of turn(s) {', '.join(map(str, turns))}")
+    moves = engine.moves_from(store, pre.tree, pairs)
+    scope = target_scope(store, opts, target_tree) if target_tree else None
+    checked = engine.check(store, moves, force=force, target_scope=scope)
+    if checked.conflicts and not force:
+        engine.refuse_conflicts(checked, describe)
+    journal: dict[str, Any] = {"op": kind, "session": session, "turns": turns,
+                               "file": data.get("file")}
+    resumed = isinstance(previous, dict) and all(
+        previous.get(k) == v for k, v in journal.items())
+    done = engine.apply(store, checked, journal={**journal, "data": data}, pre=pre.id,
+                        folder_modes=target_tree, prune_to=target_tree if prune else None)
+    paths = [p.rstrip("/") for p in done.restored]
+    first_pre = pre.id
+    if resumed:
+        assert previous is not None
+        # The first run was killed after writing some paths; they are this op's too.
+        planned = {p for p in previous.get("planned") or () if isinstance(p, str)}
+        paths += [p for p in done.already if p in planned]
+        if isinstance(previous.get("pre"), str):
+            first_pre = previous["pre"]
+    writes = {p: w for p, _e, w in pairs}
+    wrote = {p: encode_state(writes[p]) for p in paths if p in writes}
+    with store.meta.tx():
+        op_id = store.meta.add_op(session, record_as or kind, turns, first_pre,
+                                  {**data, "paths": sorted(set(paths)), "wrote": wrote},
+                                  time.time())
+        if record_state != "active":
+            store.meta.set_op_state(op_id, record_state)
+        if not done.failed:
+            on_done(store.meta)
+    engine.raise_if_failed(done, kind, pre.id)
+    actions = {m.path: "A" if m.write is None else "D" if m.now is None else "M"
+               for m in checked.todo if m.path in wrote}
+    return TurnOpResult(kind, turns, pre.id, done.restored, done.not_restored,
+                        done.conflicts if force else [], left=done.left, actions=actions)
+
+
+def undo(store: Store, opts: Options, session: str, *, turn: int | None = None,
+         file: str | None = None, force: bool = False, close_open: bool = True
+         ) -> TurnOpResult:
+    """Take back a turn (the last one that changed something, or ``turn``), or one file of it.
+
+    Args:
+        store: the open store.
+        opts: the workspace's options.
+        session: the session's name.
+        turn: the turn to take back (default: the last done turn with changes; with
+            ``file``, the last done turn that changed it).
+        file: take back only this path (relative to the root) of the turn.
+        force: overwrite files changed since the turn.
+        close_open: end an open turn first (false: leave it, and take back an ended one).
+
+    Raises:
+        ConflictError: a file changed after the turn (and ``force`` is false).
+        UsageError: no such turn, or the turn did not change ``file``.
+    """
+    if file is not None:
+        check_relpath(file)
+    if close_open:
+        close_open_turn(store, opts, session)
+    with store.lock(exclusive=True):
+        turns = _turns(store, session)
+        if turn is None:
+            # The last turn that changed something (or this file): a turn that changed
+            # nothing (the agent's reply asking for the undo) is not the one meant.
+            done = [t for t in turns if t.state == "done" and any(
+                file is None or c[0] == file for c in store.meta.change_rows(session, t.n))]
+            if not done:
+                if file is not None:
+                    raise UsageError(f"no turn to take {file} back from")
+                return TurnOpResult("undo", [], None, nothing=True)
+            t = done[-1]
+        else:
+            match = [t for t in turns if t.n == turn]
+            if not match:
+                raise UsageError(f"no turn {turn} in session {session!r}")
+            t = match[0]
+            if t.state != "done" and file is None:
+                raise UsageError(f"turn {turn} is {t.state}, not something undo can take back")
+        changes = _changes(store, session, t.n)
+        if file is not None:
+            changes = [c for c in changes if c[0] == file]
+            if not changes:
+                raise UsageError(f"turn {t.n} did not change {file}")
+        n = t.n
+
+        def on_done(meta: MetaStore) -> None:
+            if file is None:
+                meta.set_turn_state(session, n, "undone")
+
+        return _run(store, opts, session, "undo", [n],
+                    [(p, after, before) for p, before, after in changes], force=force,
+                    describe=lambda p: f"{p} changed after turn {n}",
+                    target_tree=_tree_of(store, t.before), prune=True, data={"file": file},
+                    on_done=on_done)
+
+
+def redo(store: Store, opts: Options, session: str, *, force: bool = False) -> TurnOpResult:
+    """Bring back what the last undo still to be redone took back.
+
+    Raises:
+        ConflictError: a file changed since the undo (and ``force`` is false).
+    """
+    with store.lock(exclusive=True):
+        ops = store.meta.ops(session, kind="undo", state="active")
+        if not ops:
+            return TurnOpResult("redo", [], None, nothing=True)
+        op_id, _kind, turns, pre, data, _state = ops[0]
+        n = turns[0]
+        file = data.get("file")
+        # Only what that undo took back: files an earlier `undo --file` restored, or that
+        # were already as before, were not written by it and are not brought back now.
+        took = set(data.get("paths") or ())
+        changes = [c for c in _changes(store, session, n)
+                   if c[0] in took and (file is None or c[0] == file)]
+
+        def on_done(meta: MetaStore) -> None:
+            meta.set_op_state(op_id, "redone")
+            if file is None:
+                meta.set_turn_state(session, n, "done")
+
+        return _run(store, opts, session, "redo", [n],
+                    [(p, before, after) for p, before, after in changes], force=force,
+                    describe=lambda p: f"{p} changed after the undo of turn {n}",
+                    target_tree=_tree_of(store, pre), prune=False,
+                    data={"undo_op": op_id, "file": file}, on_done=on_done)
+
+
+def revert(store: Store, opts: Options, session: str, *, to_turn: int,
+           force: bool = False) -> TurnOpResult:
+    """Take back every turn after ``to_turn`` at once (or move a standing revert there).
+
+    Each file goes back to its state before the first of those turns changed it. An open
+    turn is ended first. While a revert stands, the workspace goes to exactly the state
+    ``to_turn`` names: the reverted turns up to it come back, later ones are taken back.
+
+    Raises:
+        ConflictError: a file changed after the turn that last changed it.
+        UsageError: ``to_turn`` is not 0 or a turn of the session.
+    """
+    close_open_turn(store, opts, session)
+    with store.lock(exclusive=True):
+        all_turns = _turns(store, session)
+        last = all_turns[-1].n if all_turns else 0
+        if to_turn < 0 or to_turn > last:
+            raise UsageError(f"no turn {to_turn} in session {session!r} "
+                             f"(it has turns 1 to {last})" if last else
+                             f"session {session!r} has no turn to revert to")
+        standing = store.meta.ops(session, kind="revert", state="active")
+        if standing:
+            return _move_revert(store, opts, session, all_turns, standing[0], to_turn, force)
+        turns = [t for t in all_turns if t.n > to_turn and t.state == "done"]
+        if not turns:
+            return TurnOpResult("revert", [], None, nothing=True)
+        first: dict[str, Entry | None] = {}
+        last_after: dict[str, Entry | None] = {}
+        who: dict[str, int] = {}
+        for t in turns:
+            for p, before, after in _changes(store, session, t.n):
+                first.setdefault(p, before)
+                last_after[p] = after
+                who[p] = t.n
+        nums = [t.n for t in turns]
+
+        def on_done(meta: MetaStore) -> None:
+            for n in nums:
+                meta.set_turn_state(session, n, "reverted")
+
+        return _run(store, opts, session, "revert", nums,
+                    [(p, last_after[p], first[p]) for p in sorted(first)], force=force,
+                    describe=lambda p: f"{p} changed after turn {who[p]}",
+                    target_tree=_tree_of(store, turns[0].before), prune=True,
+                    data={"to_turn": to_turn}, on_done=on_done)
+
+
+def _move_revert(store: Store, opts: Options, session: str, all_turns: list[_Turn],
+                 op: tuple[int, str, list[int], str | None, dict[str, Any], str],
+                 to_turn: int, force: bool) -> TurnOpResult:
+    """Move a standing revert to ``to_turn``: the state that turn left, exactly."""
+    op_id, _kind, reverted, pre, data, _state = op
+    held = set(reverted)
+    old_to = int(data.get("to_turn", min(reverted, default=1) - 1))
+    if to_turn == old_to:
+        return TurnOpResult("revert", [], None, nothing=True)
+    # The turns the record applies: those done, and those the standing revert took back.
+    live = [t for t in all_turns if t.state == "done" or (t.state == "reverted" and t.n in held)]
+    lists = {t.n: _changes(store, session, t.n) for t in live}
+    low = min(old_to, to_turn)
+    paths = sorted({p for t in live if t.n > low for p, _b, _a in lists[t.n]})
+    pairs: list[_Pair] = []
+    for p in paths:
+        touching = [(t.n, before, after) for t in live for q, before, after in lists[t.n]
+                    if q == p]
+        later = [x for x in touching if x[0] > to_turn]
+        want = later[0][1] if later else [x for x in touching if x[0] <= to_turn][-1][2]
+        by_revert = [x for x in touching if x[0] in held]
+        now = by_revert[0][1] if by_revert else touching[-1][2]
+        pairs.append((p, now, want))
+    after = [t.n for t in live if t.n > to_turn]
+    first_later = next((t for t in live if t.n > to_turn), None)
+
+    def on_done(meta: MetaStore) -> None:
+        for t in live:
+            meta.set_turn_state(session, t.n, "reverted" if t.n > to_turn else "done")
+        meta.update_op(op_id, after, {**data, "to_turn": to_turn})
+        if not after:
+            meta.set_op_state(op_id, "unreverted")
+
+    moved = sorted(held.symmetric_difference(after))
+    return _run(store, opts, session, "revert", moved, pairs, force=force,
+                describe=lambda p: f"{p} changed after the revert to turn {old_to}",
+                target_tree=_tree_of(store, first_later.before) if first_later else None,
+                prune=first_later is not None and to_turn < old_to,
+                data={"to_turn": to_turn, "moved": op_id}, on_done=on_done,
+                record_as="revert-move", record_state="final")
+
+
+def unrevert(store: Store, opts: Options, session: str, *, force: bool = False) -> TurnOpResult:
+    """Put back what the standing revert took back, as the files were when it began.
+
+    Raises:
+        ConflictError: a file changed since the revert.
+    """
+    with store.lock(exclusive=True):
+        ops = store.meta.ops(session, kind="revert", state="active")
+        if not ops:
+            return TurnOpResult("unrevert", [], None, nothing=True)
+        op_id, _kind, turns, pre, _data, _state = ops[0]
+        pre_tree = _tree_of(store, pre)
+        if pre_tree is None:
+            raise UsageError(f"the snapshot taken before the revert ({pre}) is missing")
+        first: dict[str, Entry | None] = {}
+        for n in turns:
+            for p, before, _after in _changes(store, session, n):
+                first.setdefault(p, before)
+        get_tree = store.objects.get_tree
+
+        def on_done(meta: MetaStore) -> None:
+            meta.set_op_state(op_id, "unreverted")
+            for n in turns:
+                meta.set_turn_state(session, n, "done")
+
+        return _run(store, opts, session, "unrevert", turns,
+                    [(p, first[p], lookup(get_tree, pre_tree, p)) for p in sorted(first)],
+                    force=force, describe=lambda p: f"{p} changed after the revert",
+                    target_tree=pre_tree, prune=False, data={"revert_op": op_id},
+                    on_done=on_done)
+
+
+def recorded_state(store: Store, session: str, path: str
+                   ) -> tuple[str | None, Entry | None]:
+    """Return what the session's record says ``path`` holds now, and what left it so.
+
+    The newest of: what a turn left there (its change list), what an undo, redo, revert,
+    unrevert or one-file undo wrote there, and, for a session without turns, what a
+    command step outside any turn left.
+
+    Returns:
+        (source, state): ``source`` names what left the state (``turn 3``, ``the undo of
+        turn 3``, ``step 5``), None when the session never recorded the path.
+    """
+    meta = store.meta
+    ended = meta.turn_end_times(session)
+    seen: list[tuple[float, str, Entry | None]] = []
+    for t in _turns(store, session):
+        for p, _before, after in _changes(store, session, t.n):
+            if p == path:
+                seen.append((ended.get(t.n, 0.0), f"turn {t.n}", after))
+    times = meta.op_times(session)
+    for op_id, kind, nums, _pre, data, _state in meta.ops(session):
+        wrote = data.get("wrote")
+        if isinstance(wrote, dict) and path in wrote:
+            of = f" of turn {', '.join(map(str, nums))}" if nums else ""
+            seen.append((times.get(op_id, 0.0), f"the {kind}{of}", decode_state(wrote[path])))
+    if seen:
+        _at, source, state = max(seen, key=lambda x: x[0])
+        return source, state
+    for st in reversed(meta.steps(session)):
+        if st.turn is None and st.after is not None:
+            if _step_changed(store, st.before, st.after, path):
+                after_tree = _tree_of(store, st.after)
+                assert after_tree is not None
+                return f"step {st.n}", lookup(store.objects.get_tree, after_tree, path)
+    return None, None
+
+
+def _step_changed(store: Store, before: str | None, after: str | None, path: str) -> bool:
+    """Whether the snapshots before and after a step differ at ``path``."""
+    a, b = _tree_of(store, before), _tree_of(store, after)
+    return bool(a and b) and any(
+        p == path for p, _x, _y in diff_trees(store.objects.get_tree, a, b))
+
+
+def _first_change(store: Store, session: str, path: str
+                  ) -> tuple[str, str | None, Entry | None]:
+    """Return (ref, snapshot before, state before) of the session's first change to ``path``.
+
+    Raises:
+        UsageError: the session did not change the path.
+    """
+    for t in _turns(store, session):
+        for p, before, _after in _changes(store, session, t.n):
+            if p == path:
+                return f"turn:{t.n}", t.before, before
+    for st in store.meta.steps(session):
+        if st.turn is None and st.before and _step_changed(store, st.before, st.after, path):
+            tree = _tree_of(store, st.before)
+            assert tree is not None
+            return st.before, st.before, lookup(store.objects.get_tree, tree, path)
+    raise UsageError(f"session {session!r} did not change {path}")
+
+
+def undo_file(store: Store, opts: Options, session: str, path: str, *,
+              force: bool = False) -> TurnOpResult:
+    """Put one file back as it was before the session first changed it.
+
+    A file the session created is removed (and the folders made for it, when empty). The
+    file is checked against what the record says it holds now (what the last turn or
+    operation left there): a person's edit since is a conflict. An open turn is ended
+    first.
+
+    Raises:
+        ConflictError: the file changed since the record's last word on it.
+        UsageError: the session did not change the path.
+    """
+    check_relpath(path)
+    close_open_turn(store, opts, session)
+    with store.lock(exclusive=True):
+        ref, snap, before = _first_change(store, session, path)
+        source, now = recorded_state(store, session, path)
+        result = _run(store, opts, session, "undo-file", [], [(path, now, before)], force=force,
+                      describe=lambda p: f"{p} changed after {source}",
+                      target_tree=_tree_of(store, snap), prune=True, data={"file": path},
+                      on_done=lambda meta: None, record_state="final")
+        result.ref = ref
+        return result
