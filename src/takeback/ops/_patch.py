@@ -21,11 +21,21 @@ def _git_mode(e: Entry) -> str:
 
 
 def _lines(data: bytes) -> list[bytes]:
-    return data.splitlines(keepends=True)
+    # Only LF ends a line, as in git: ``bytes.splitlines`` also splits on a bare CR, and a
+    # patch cut there does not apply (nor do its line counts match git's).
+    lines = data.split(b"\n")
+    last = lines.pop()
+    out = [line + b"\n" for line in lines]
+    if last:
+        out.append(last)
+    return out
 
 
 def line_counts(old: bytes | None, new: bytes | None) -> tuple[int, int]:
-    """Return (lines added, lines removed) from ``old`` to ``new``; binary counts 0."""
+    """Return (lines added, lines removed) from ``old`` to ``new``; binary counts 0.
+
+    The counts are those of the patch :func:`file_patch` writes: lines end at LF only.
+    """
     a, b = old or b"", new or b""
     if is_binary(a) or is_binary(b):
         return 0, 0

@@ -1,0 +1,172 @@
+"""``takeback diff`` output against the real ``git apply``: the patch must take a folder
+from the FROM state to the TO state byte for byte.
+
+Each case builds a git repository holding the FROM state, snapshots it, changes it to the
+TO state, takes the diff, resets the folder to FROM with git and applies the patch with
+``git apply --check`` and ``git apply``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+from takeback import Workspace
+from takeback.ops import line_counts
+
+# A state: name (bytes, '/'-separated) -> content for a 0644 file, or (kind, bytes) with
+# kind "x" (an executable file) or "l" (a symlink; the bytes are its target).
+Spec = bytes | tuple[str, bytes]
+State = dict[bytes, Spec]
+
+
+def git(root: Path, *args: str | bytes, input: bytes | None = None) -> bytes:
+    proc = subprocess.run(["git", "-c", "core.quotePath=true", *args], cwd=root,
+                          input=input, capture_output=True, timeout=60)
+    if proc.returncode != 0:
+        raise AssertionError(f"git {args!r} exited {proc.returncode}:\n"
+                             f"{proc.stderr.decode(errors='replace')}")
+    return proc.stdout
+
+
+def write_state(root: Path, state: State) -> None:
+    for name, spec in state.items():
+        path = os.path.join(os.fsencode(root), name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        kind, data = ("f", spec) if isinstance(spec, bytes) else spec
+        if kind == "l":
+            os.symlink(data, path)
+            continue
+        with open(path, "wb") as f:
+            f.write(data)
+        os.chmod(path, 0o755 if kind == "x" else 0o644)
+
+
+def read_state(root: Path) -> State:
+    """The files and links under root (not .git, not folders), normalised like a State."""
+    out: State = {}
+    broot = os.fsencode(root)
+    for dirpath, dirnames, filenames in os.walk(broot):
+        dirnames[:] = [d for d in dirnames if d != b".git"]
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        for name in filenames + links:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, broot)
+            st_ = os.lstat(full)
+            if stat.S_ISLNK(st_.st_mode):
+                out[rel] = ("l", os.readlink(full))
+            else:
+                with open(full, "rb") as f:
+                    data = f.read()
+                out[rel] = ("x", data) if st_.st_mode & 0o100 else data
+    return out
+
+
+def clear(root: Path) -> None:
+    for name in os.listdir(os.fsencode(root)):
+        if name == b".git":
+            continue
+        full = os.path.join(os.fsencode(root), name)
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full)
+        else:
+            os.unlink(full)
+
+
+def apply_and_check(root: Path, patch: bytes, before: State, after: State) -> None:
+    """Put root back to ``before``, apply the patch with git, check root is ``after``."""
+    assert read_state(root) == before
+    if not patch:
+        assert before == after
+        return
+    patch_file = root.parent / "p.diff"
+    patch_file.write_bytes(patch)
+    git(root, "apply", "--check", str(patch_file))
+    git(root, "apply", str(patch_file))
+    assert read_state(root) == after
+
+
+def roundtrip(tmp_path: Path, before: State, after: State) -> bytes:
+    """Diff ``before`` -> ``after`` with takeback, apply it with git; return the patch."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    git(root, "init", "-q")
+    write_state(root, before)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", "from")
+    with Workspace(root, store=tmp_path / "store") as ws:
+        sid = ws.snapshot().id
+        clear(root)
+        write_state(root, after)
+        patch = ws.diff(sid).patch
+    git(root, "reset", "-q", "--hard")
+    git(root, "clean", "-q", "-f", "-d", "-x")
+    apply_and_check(root, patch, before, after)
+    return patch
+
+
+# -- line ends ---------------------------------------------------------------------------
+
+
+def test_bare_cr_inside_a_line(tmp_path: Path) -> None:
+    before: State = {b"cr.txt": b"one\rtwo\nthree\n", b"cr-end.txt": b"a\rb\rc",
+                     b"only-cr.txt": b"x\r\r\ry\n"}
+    after: State = {b"cr.txt": b"one\rTWO\nthree\n", b"cr-end.txt": b"a\rb\rC",
+                    b"only-cr.txt": b"x\r\ry\n"}
+    patch = roundtrip(tmp_path, before, after)
+    # One line each: a CR does not end a line in a diff, as in git.
+    assert patch.count(b"\n-one\rtwo\n") == 1
+    assert patch.count(b"\\ No newline at end of file\n") == 2
+
+
+def test_line_counts_split_on_newline_only() -> None:
+    assert line_counts(b"one\rtwo\nthree\n", b"one\rTWO\nthree\n") == (1, 1)
+    assert line_counts(b"a\rb\rc", b"a\rb\rC") == (1, 1)
+    assert line_counts(b"", b"a\r\nb\r\n") == (2, 0)
+    assert line_counts(b"x\r\r\ry\n", None) == (0, 1)
+
+
+def test_crlf_files(tmp_path: Path) -> None:
+    before: State = {b"win.txt": b"a\r\nb\r\nc\r\n", b"mixed.txt": b"a\r\nb\nc\r\n",
+                     b"gone.txt": b"x\r\n"}
+    after: State = {b"win.txt": b"a\r\nB\r\nc\r\n", b"mixed.txt": b"a\nb\r\nc",
+                    b"new.txt": b"n\r\nm"}
+    roundtrip(tmp_path, before, after)
+
+
+def test_missing_final_newline(tmp_path: Path) -> None:
+    before: State = {b"add-nl": b"a\nb", b"drop-nl": b"a\nb\n", b"keep": b"1\n2\n3\n4\n5\n6\n7\n8",
+                     b"last-only": b"x", b"del": b"no newline"}
+    after: State = {b"add-nl": b"a\nb\n", b"drop-nl": b"a\nb", b"keep": b"1\nTWO\n3\n4\n5\n6\n7\n8",
+                    b"last-only": b"y", b"new": b"fresh"}
+    roundtrip(tmp_path, before, after)
+
+
+def test_empty_files_created_deleted_emptied_filled(tmp_path: Path) -> None:
+    before: State = {b"empty-gone": b"", b"to-empty": b"some\ntext\n", b"from-empty": b"",
+                     b"sub/empty-gone": ("x", b"")}
+    after: State = {b"empty-new": b"", b"to-empty": b"", b"from-empty": b"now\n",
+                    b"sub2/empty-new": ("x", b"")}
+    roundtrip(tmp_path, before, after)
+
+
+def test_mode_changes(tmp_path: Path) -> None:
+    before: State = {b"run": b"#!/bin/sh\n", b"norun": ("x", b"#!/bin/sh\n"),
+                     b"both": b"a\n"}
+    after: State = {b"run": ("x", b"#!/bin/sh\n"), b"norun": b"#!/bin/sh\n",
+                    b"both": ("x", b"b\n"), b"newx": ("x", b"x\n")}
+    patch = roundtrip(tmp_path, before, after)
+    assert b"old mode 100644\nnew mode 100755\n" in patch
+    assert b"new file mode 100755\n" in patch
+
+
+def test_symlinks(tmp_path: Path) -> None:
+    before: State = {b"target": b"t\n", b"moved": ("l", b"target"), b"gone": ("l", b"x/y"),
+                     b"becomes-file": ("l", b"target"), b"becomes-link": b"data\n"}
+    after: State = {b"target": b"t\n", b"moved": ("l", b"elsewhere"), b"new": ("l", b"target"),
+                    b"becomes-file": b"now a file\n", b"becomes-link": ("l", b"target")}
+    patch = roundtrip(tmp_path, before, after)
+    assert b"new file mode 120000\n" in patch
