@@ -3,7 +3,8 @@ from the FROM state to the TO state byte for byte.
 
 Each case builds a git repository holding the FROM state, snapshots it, changes it to the
 TO state, takes the diff, resets the folder to FROM with git and applies the patch with
-``git apply --check`` and ``git apply``.
+``git apply --check`` and ``git apply``. The headers are also compared with ``git diff``'s
+own, which pins the quoting of odd file names (core.quotePath=true).
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ import stat
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from takeback import Workspace
 from takeback.ops import line_counts
+
+from .conftest import CLI
 
 # A state: name (bytes, '/'-separated) -> content for a 0644 file, or (kind, bytes) with
 # kind "x" (an executable file) or "l" (a symlink; the bytes are its target).
@@ -108,6 +113,19 @@ def roundtrip(tmp_path: Path, before: State, after: State) -> bytes:
     return patch
 
 
+def git_headers(tmp_path: Path) -> list[bytes]:
+    """The header lines of git's own diff of the folder in tmp_path/ws (index vs HEAD)."""
+    root = tmp_path / "ws"
+    git(root, "add", "-A")
+    return headers(git(root, "diff", "--cached", "--no-renames"))
+
+
+def headers(patch: bytes) -> list[bytes]:
+    keep = (b"diff --git ", b"--- ", b"+++ ", b"new file mode", b"deleted file mode",
+            b"old mode", b"new mode", b"Binary files ")
+    return sorted(line for line in patch.split(b"\n") if line.startswith(keep))
+
+
 # -- line ends ---------------------------------------------------------------------------
 
 
@@ -170,3 +188,64 @@ def test_symlinks(tmp_path: Path) -> None:
                     b"becomes-file": b"now a file\n", b"becomes-link": ("l", b"target")}
     patch = roundtrip(tmp_path, before, after)
     assert b"new file mode 120000\n" in patch
+
+
+# -- names -------------------------------------------------------------------------------
+
+ODD_NAMES = [b"tab\there", b"new\nline", b'quo"te', b"back\\slash", b"caf\xc3\xa9",
+             b"not-utf8-\xff\xfe", b"ctl\x01\x7f", b"sp ace", b"bell\x07\x08\x0b\x0c\r",
+             b"dir\twith/inside file"]
+
+
+def test_odd_names_are_quoted_as_git_does(tmp_path: Path) -> None:
+    before: State = {n: b"old " + n + b"\n" for n in ODD_NAMES}
+    before[b"gone\tfile"] = b"bye\n"
+    before[b"mode \xe2\x9c\x93"] = b"m\n"
+    after: State = {n: b"new " + n + b"\n" for n in ODD_NAMES}
+    after[b"made\\\"\xff"] = b"hi\n"
+    after[b"mode \xe2\x9c\x93"] = ("x", b"m\n")
+    patch = roundtrip(tmp_path, before, after)
+    assert b'diff --git "a/tab\\there" "b/tab\\there"\n' in patch
+    assert b'--- "a/caf\\303\\251"\n' in patch
+    assert b'+++ "b/not-utf8-\\377\\376"\n' in patch
+    assert b"--- a/sp ace\t\n" in patch  # git ends a name that has a space with a tab
+    clear(tmp_path / "ws")
+    write_state(tmp_path / "ws", after)
+    assert headers(patch) == git_headers(tmp_path)
+
+
+def test_cli_diff_stat_and_name_status_quote_names(tb: CLI, ws_dir: Path, tmp_path: Path) -> None:
+    git(ws_dir, "init", "-q")
+    before: State = {b"tab\there": b"a\n", b"caf\xc3\xa9": b"b\n", b"bad\xff": b"\0c",
+                     b"plain": b"p\n"}
+    after: State = {b"tab\there": b"A\n", b"caf\xc3\xa9": b"b\nb\n", b"bad\xff": b"\0d",
+                    b"new\nline": b"n\n"}
+    write_state(ws_dir, before)
+    git(ws_dir, "add", "-A")
+    git(ws_dir, "commit", "-q", "-m", "from")
+    tb("snapshot")
+    clear(ws_dir)
+    write_state(ws_dir, after)
+    assert tb("diff", "--name-status").stdout.splitlines() == [
+        'M\t"bad\\377"', 'M\t"caf\\303\\251"', 'A\t"new\\nline"', "D\tplain",
+        'M\t"tab\\there"']
+    stat_lines = tb("diff", "--stat").stdout.splitlines()
+    assert stat_lines[:5] == [
+        ' "bad\\377"     | +0 -0',
+        ' "caf\\303\\251" | +1 -0',
+        ' "new\\nline"   | +1 -0',
+        " plain         | +0 -1",
+        ' "tab\\there"   | +1 -1',
+    ]
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_quote_path_matches_git(tmp_path: Path, name: bytes) -> None:
+    from takeback.ops import quote_path
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q")
+    write_state(root, {name: b"x\n"})
+    git(root, "add", "-A")
+    listed = git(root, "ls-files").rstrip(b"\n")
+    assert quote_path(os.fsdecode(name)) == listed.decode("ascii")

@@ -39,13 +39,17 @@ def run(ctx: Ctx) -> int:
             "patch": result.patch.decode("utf-8", "replace"),
         })
         return 0
+    # Names are quoted as git quotes them, so that one file is one line of ASCII however
+    # odd its name (a newline, a TAB, bytes that are not UTF-8).
+    from ..ops import quote_path
+    names = [quote_path(f.path) for f in result.files]
     if ctx.args.name_status:
-        for f in result.files:
-            ctx.out(f"{f.status}\t{f.path}")
+        for f, name in zip(result.files, names, strict=True):
+            ctx.out(f"{f.status}\t{name}")
     elif ctx.args.stat:
-        width = max((len(f.path) for f in result.files), default=0)
-        for f in result.files:
-            ctx.out(f" {f.path:<{width}} | +{f.added} -{f.removed}")
+        width = max((len(name) for name in names), default=0)
+        for f, name in zip(result.files, names, strict=True):
+            ctx.out(f" {name:<{width}} | +{f.added} -{f.removed}")
         ta = sum(f.added for f in result.files)
         tr = sum(f.removed for f in result.files)
         ctx.out(f" {len(result.files)} files changed, {ta} insertions(+), {tr} deletions(-)")

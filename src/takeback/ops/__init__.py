@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._diff import DiffResult, FileDiff, diff, read_entry
-from ._patch import is_binary, line_counts
+from ._patch import is_binary, line_counts, quote_path
 from ._refs import Resolved, resolve
 from ._restore import RestoreResult, apply_plan, make_plan
 from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, record, scan, take
@@ -43,6 +43,7 @@ __all__ = [
     "lookup",
     "make_plan",
     "open_turn",
+    "quote_path",
     "read_entry",
     "read_state",
     "record",

@@ -2,16 +2,52 @@
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Iterator
 
 from ..model import DIR, LARGE, LINK, Entry
 
 _BINARY_PROBE = 8000
 
+# git's core.quotePath=true: a name holding a control byte, a double quote, a backslash
+# or any byte from 0x7f up is written in double quotes with C escapes, so that every
+# name fits on one line of ASCII and a patch names exactly the bytes of the file.
+_NEEDS_QUOTE = re.compile(rb'[\x00-\x1f"\\\x7f-\xff]')
+_C_ESCAPES = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v",
+              0x0C: b"\\f", 0x0D: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
+_QUOTED_BYTE = [
+    _C_ESCAPES.get(c, b"\\%03o" % c if c < 0x20 or c >= 0x7F else bytes([c]))
+    for c in range(256)
+]
+
 
 def is_binary(data: bytes) -> bool:
     """Git's rule: a NUL byte in the first 8000 bytes makes a file binary."""
     return b"\0" in data[:_BINARY_PROBE]
+
+
+def _quote(name: bytes) -> bytes:
+    if _NEEDS_QUOTE.search(name) is None:
+        return name
+    return b'"' + b"".join(_QUOTED_BYTE[c] for c in name) + b'"'
+
+
+def quote_path(path: str) -> str:
+    r"""Return a path as git writes it with core.quotePath=true.
+
+    A path of printable ASCII is returned as it is; any other is put in double quotes with
+    C escapes (``\t``, ``\n``, ``\"``, ``\\``, and three octal digits for other
+    control bytes and for every byte from 0x7f up, UTF-8 or not). The result is always
+    printable ASCII, one line.
+
+    Args:
+        path: a path as takeback holds it (undecodable bytes as surrogate escapes).
+
+    Returns:
+        The path as ``git diff --name-status`` would print it.
+    """
+    return _quote(os.fsencode(path)).decode("ascii")
 
 
 def _git_mode(e: Entry) -> str:
@@ -96,8 +132,9 @@ def file_patch(path: str, old: Entry | None, new: Entry | None,
         return b""
     if old is not None and new is not None and (old.kind == LINK) != (new.kind == LINK):
         return file_patch(path, old, None, read) + file_patch(path, None, new, read)
-    bpath = path.encode("utf-8", "surrogateescape")
-    out = [b"diff --git a/%s b/%s\n" % (bpath, bpath)]
+    bpath = os.fsencode(path)
+    a_name, b_name = _quote(b"a/" + bpath), _quote(b"b/" + bpath)
+    out = [b"diff --git %s %s\n" % (a_name, b_name)]
     if old is None and new is not None:
         out.append(b"new file mode %s\n" % _git_mode(new).encode())
     elif new is None and old is not None:
@@ -106,18 +143,21 @@ def file_patch(path: str, old: Entry | None, new: Entry | None,
         modes = (_git_mode(old).encode(), _git_mode(new).encode())
         out.append(b"old mode %s\nnew mode %s\n" % modes)
     if (old is not None and old.kind == LARGE) or (new is not None and new.kind == LARGE):
-        out.append(b"Binary files a/%s and b/%s differ (over the size limit)\n" % (bpath, bpath))
+        out.append(b"Binary files %s and %s differ (over the size limit)\n" % (a_name, b_name))
         return b"".join(out)
     a = read(old) if old is not None else b""
     b = read(new) if new is not None else b""
     if a == b:
         return b"".join(out) if len(out) > 1 else b""
+    src = b"/dev/null" if old is None else a_name
+    dst = b"/dev/null" if new is None else b_name
     if is_binary(a) or is_binary(b):
-        src = b"/dev/null" if old is None else b"a/" + bpath
-        dst = b"/dev/null" if new is None else b"b/" + bpath
         out.append(b"Binary files %s and %s differ\n" % (src, dst))
         return b"".join(out)
-    out.append(b"--- %s\n" % (b"/dev/null" if old is None else b"a/" + bpath))
-    out.append(b"+++ %s\n" % (b"/dev/null" if new is None else b"b/" + bpath))
+    # git ends a name that holds a space with a TAB on these two lines, so that a reader
+    # of the traditional format knows where it stops (anything after a TAB is a date).
+    tab = b"\t" if b" " in bpath else b""
+    out.append(b"--- %s%s\n" % (src, tab if old is not None else b""))
+    out.append(b"+++ %s%s\n" % (dst, tab if new is not None else b""))
     out.extend(_hunks(_lines(a), _lines(b)))
     return b"".join(out)
