@@ -13,14 +13,18 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from takeback import Workspace
 from takeback.ops import line_counts
 
-from .conftest import CLI
+from .conftest import CLI, SRC
 
 # A state: name (bytes, '/'-separated) -> content for a 0644 file, or (kind, bytes) with
 # kind "x" (an executable file) or "l" (a symlink; the bytes are its target).
@@ -82,7 +86,7 @@ def clear(root: Path) -> None:
 
 
 def apply_and_check(root: Path, patch: bytes, before: State, after: State) -> None:
-    """Put root back to ``before``, apply the patch with git, check root is ``after``."""
+    """With root at ``before``, apply the patch with git: root must be ``after``; and back."""
     assert read_state(root) == before
     if not patch:
         assert before == after
@@ -92,9 +96,12 @@ def apply_and_check(root: Path, patch: bytes, before: State, after: State) -> No
     git(root, "apply", "--check", str(patch_file))
     git(root, "apply", str(patch_file))
     assert read_state(root) == after
+    git(root, "apply", "-R", str(patch_file))
+    assert read_state(root) == before
+    git(root, "apply", str(patch_file))
 
 
-def roundtrip(tmp_path: Path, before: State, after: State) -> bytes:
+def roundtrip(tmp_path: Path, before: State, after: State, *, binary: bool = False) -> bytes:
     """Diff ``before`` -> ``after`` with takeback, apply it with git; return the patch."""
     root = tmp_path / "ws"
     root.mkdir()
@@ -106,23 +113,26 @@ def roundtrip(tmp_path: Path, before: State, after: State) -> bytes:
         sid = ws.snapshot().id
         clear(root)
         write_state(root, after)
-        patch = ws.diff(sid).patch
+        patch = ws.diff(sid, binary=binary).patch
     git(root, "reset", "-q", "--hard")
     git(root, "clean", "-q", "-f", "-d", "-x")
     apply_and_check(root, patch, before, after)
     return patch
 
 
-def git_headers(tmp_path: Path) -> list[bytes]:
+def git_headers(tmp_path: Path, binary: bool) -> list[bytes]:
     """The header lines of git's own diff of the folder in tmp_path/ws (index vs HEAD)."""
     root = tmp_path / "ws"
     git(root, "add", "-A")
-    return headers(git(root, "diff", "--cached", "--no-renames"))
+    out = git(root, "diff", "--cached", "--no-renames", *(["--binary"] if binary else []))
+    return headers(out, binary)
 
 
-def headers(patch: bytes) -> list[bytes]:
+def headers(patch: bytes, binary: bool) -> list[bytes]:
     keep = (b"diff --git ", b"--- ", b"+++ ", b"new file mode", b"deleted file mode",
             b"old mode", b"new mode", b"Binary files ")
+    if binary:
+        keep += (b"index ",)  # full ids: the same whatever git's abbreviation is
     return sorted(line for line in patch.split(b"\n") if line.startswith(keep))
 
 
@@ -211,10 +221,28 @@ def test_odd_names_are_quoted_as_git_does(tmp_path: Path) -> None:
     assert b"--- a/sp ace\t\n" in patch  # git ends a name that has a space with a tab
     clear(tmp_path / "ws")
     write_state(tmp_path / "ws", after)
-    assert headers(patch) == git_headers(tmp_path)
+    assert headers(patch, False) == git_headers(tmp_path, False)
 
 
-def test_cli_diff_stat_and_name_status_quote_names(tb: CLI, ws_dir: Path, tmp_path: Path) -> None:
+def test_binary_files_without_and_with_binary(tmp_path: Path) -> None:
+    before: State = {b"b.bin": b"\0\1\2" * 100, b"gone.bin": b"\0x", b"bin\tname": b"\0"}
+    after: State = {b"b.bin": b"\0\1\3" * 100, b"new.bin": bytes(range(256)) * 3,
+                    b"bin\tname": b"\0\0", b"to-text": b"text\n"}
+    before[b"to-text"] = b"\0was binary"
+    patch = roundtrip(tmp_path, before, after, binary=True)
+    assert b"GIT binary patch\n" in patch
+    root = tmp_path / "ws"
+    clear(root)
+    write_state(root, after)
+    assert headers(patch, True) == git_headers(tmp_path, True)
+    with Workspace(root, store=tmp_path / "store") as ws:
+        plain = ws.diff(ws.log()[0].id).patch
+    assert b'Binary files "a/bin\\tname" and "b/bin\\tname" differ\n' in plain
+    assert b"Binary files /dev/null and b/new.bin differ\n" in plain
+    assert headers(plain, False) == git_headers(tmp_path, False)
+
+
+def test_cli_diff_binary_stat_and_name_status(tb: CLI, ws_dir: Path, tmp_path: Path) -> None:
     git(ws_dir, "init", "-q")
     before: State = {b"tab\there": b"a\n", b"caf\xc3\xa9": b"b\n", b"bad\xff": b"\0c",
                      b"plain": b"p\n"}
@@ -237,6 +265,49 @@ def test_cli_diff_stat_and_name_status_quote_names(tb: CLI, ws_dir: Path, tmp_pa
         " plain         | +0 -1",
         ' "tab\\there"   | +1 -1',
     ]
+    out = subprocess.run([sys.executable, "-m", "takeback", "diff", "--binary"], cwd=ws_dir,
+                         env={**os.environ, "TAKEBACK_STORE": str(tb.store), "PYTHONPATH": SRC},
+                         capture_output=True, check=True).stdout
+    git(ws_dir, "reset", "-q", "--hard")
+    git(ws_dir, "clean", "-q", "-f", "-d", "-x")
+    apply_and_check(ws_dir, out, before, after)
+
+
+# -- a property over random names and contents -----------------------------------------
+
+NAME_PIECES = [b"a", b"b", b"\t", b"\n", b'"', b"\\", b" ", b"\xc3\xa9", b"\xff", b"\x01",
+               b"\x7f", b"\r", b"-"]
+LINE_PIECES = [b"a", b"b", b"\r", b"\n", b"\r\n", b" ", b"\xe9", b"--", b"\\"]
+
+name = st.lists(st.sampled_from(NAME_PIECES), min_size=1, max_size=4).map(b"".join)
+text = st.lists(st.sampled_from(LINE_PIECES), max_size=12).map(b"".join)
+content = text | st.binary(max_size=20).map(lambda b: b"\0" + b)
+spec: st.SearchStrategy[Spec] = st.one_of(
+    content, st.tuples(st.just("x"), content),
+    st.tuples(st.just("l"), st.sampled_from([b"a", b"t\target", b"../up", b"\xff"])))
+states = st.dictionaries(st.sampled_from([b"", b"d/"]).flatmap(
+    lambda prefix: name.map(lambda n: prefix + n)), spec, max_size=4)
+
+
+def _drop_clashes(state: State) -> State:
+    # "d" as a file and "d/x" in the same state cannot both exist.
+    return {k: v for k, v in state.items() if k != b"d"}
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(before=states.map(_drop_clashes), after=states.map(_drop_clashes),
+       keep=st.dictionaries(name, text, max_size=2))
+def test_property_git_apply_takes_before_to_after(before: State, after: State,
+                                                  keep: State) -> None:
+    # Files both states share, changed a little, so that hunks have context.
+    for k, v in keep.items():
+        if isinstance(v, bytes) and k not in before and k not in after and k != b"d":
+            before[k] = v + b"\nctx1\nctx2\nctx3\nctx4\n"
+            after[k] = v + b"\nctx1\nCTX2\nctx3\nctx4"
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        roundtrip(tmp, before, after, binary=True)
 
 
 @pytest.mark.parametrize("name", ODD_NAMES)

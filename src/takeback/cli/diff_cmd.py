@@ -1,4 +1,4 @@
-"""CLI layer: ``takeback diff [FROM [TO]] [--stat | --name-status] [-- PATH…]``."""
+"""CLI layer: ``takeback diff [FROM [TO]] [--binary] [--stat | --name-status] [-- PATH…]``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
     p.add_argument("refs", nargs="*", metavar="REF", help="FROM (default: latest) and TO")
     p.set_defaults(paths=[])
+    p.add_argument("--binary", action="store_true",
+                   help="write binary files as git binary patches, so git apply takes them too")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--stat", action="store_true", help="counts per file")
     g.add_argument("--name-status", action="store_true", help="A/M/D and the path")
@@ -31,7 +33,7 @@ def run(ctx: Ctx) -> int:
     want_patch = not (ctx.args.stat or ctx.args.name_status)
     result = ctx.workspace().diff(refs[0] if refs else None, refs[1] if len(refs) > 1 else None,
                                   paths=ctx.rel_paths(paths), session=ctx.session,
-                                  patch=want_patch or ctx.json)
+                                  patch=want_patch or ctx.json, binary=ctx.args.binary)
     if ctx.json:
         ctx.emit_json({
             "files": [{"path": f.path, "status": f.status, "added": f.added,
