@@ -259,8 +259,17 @@ class Workspace:
 
     def diff(self, from_ref: str | None = None, to_ref: str | None = None, *,
              paths: Sequence[str] | None = None, session: str = DEFAULT_SESSION,
-             patch: bool = True) -> DiffResult:
+             patch: bool = True, binary: bool = False) -> DiffResult:
         """Compare two states: FROM defaults to the latest snapshot, TO to the files now.
+
+        Args:
+            from_ref: FROM (None: the latest snapshot).
+            to_ref: TO (None: the files now).
+            paths: only these paths (relative to the root) and what is under them.
+            session: the session whose step numbers and turns the refs name.
+            patch: also write the unified patch.
+            binary: write binary files as git binary patches (``git diff --binary``), so
+                that ``git apply`` can apply the whole patch; else they are named only.
 
         Raises:
             RefError: a ref names nothing.
@@ -274,7 +283,7 @@ class Workspace:
         else:
             old = self.resolve(from_ref, session=session).snapshot.tree
         new = self.resolve(to_ref, session=session).snapshot.tree if to_ref else self._now_tree()
-        return ops.diff(store, old, new, paths=paths, patch=patch)
+        return ops.diff(store, old, new, paths=paths, patch=patch, binary=binary)
 
     def show(self, ref: str, path: str, *, session: str = DEFAULT_SESSION) -> bytes:
         """Return the bytes of a file (or a link's target) as it was at ``ref``.

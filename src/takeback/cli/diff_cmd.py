@@ -1,4 +1,4 @@
-"""CLI layer: ``takeback diff [FROM [TO]] [--stat | --name-status] [-- PATH…]``."""
+"""CLI layer: ``takeback diff [FROM [TO]] [--binary] [--stat | --name-status] [-- PATH…]``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
     p.add_argument("refs", nargs="*", metavar="REF", help="FROM (default: latest) and TO")
     p.set_defaults(paths=[])
+    p.add_argument("--binary", action="store_true",
+                   help="write binary files as git binary patches, so git apply takes them too")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--stat", action="store_true", help="counts per file")
     g.add_argument("--name-status", action="store_true", help="A/M/D and the path")
@@ -31,7 +33,7 @@ def run(ctx: Ctx) -> int:
     want_patch = not (ctx.args.stat or ctx.args.name_status)
     result = ctx.workspace().diff(refs[0] if refs else None, refs[1] if len(refs) > 1 else None,
                                   paths=ctx.rel_paths(paths), session=ctx.session,
-                                  patch=want_patch or ctx.json)
+                                  patch=want_patch or ctx.json, binary=ctx.args.binary)
     if ctx.json:
         ctx.emit_json({
             "files": [{"path": f.path, "status": f.status, "added": f.added,
@@ -39,13 +41,17 @@ def run(ctx: Ctx) -> int:
             "patch": result.patch.decode("utf-8", "replace"),
         })
         return 0
+    # Names are quoted as git quotes them, so that one file is one line of ASCII however
+    # odd its name (a newline, a TAB, bytes that are not UTF-8).
+    from ..ops import quote_path
+    names = [quote_path(f.path) for f in result.files]
     if ctx.args.name_status:
-        for f in result.files:
-            ctx.out(f"{f.status}\t{f.path}")
+        for f, name in zip(result.files, names, strict=True):
+            ctx.out(f"{f.status}\t{name}")
     elif ctx.args.stat:
-        width = max((len(f.path) for f in result.files), default=0)
-        for f in result.files:
-            ctx.out(f" {f.path:<{width}} | +{f.added} -{f.removed}")
+        width = max((len(name) for name in names), default=0)
+        for f, name in zip(result.files, names, strict=True):
+            ctx.out(f" {name:<{width}} | +{f.added} -{f.removed}")
         ta = sum(f.added for f in result.files)
         tr = sum(f.removed for f in result.files)
         ctx.out(f" {len(result.files)} files changed, {ta} insertions(+), {tr} deletions(-)")

@@ -8,7 +8,7 @@ Every operation that writes the workspace builds moves for the one restore engin
 from __future__ import annotations
 
 from ._diff import DiffResult, FileDiff, diff, read_entry
-from ._patch import is_binary, line_counts
+from ._patch import is_binary, line_counts, quote_path
 from ._refs import Resolved, resolve
 from ._rewind import RewindOutcome, rewind
 from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, record, scan, take
@@ -44,6 +44,7 @@ __all__ = [
     "line_counts",
     "lookup",
     "open_turn",
+    "quote_path",
     "read_entry",
     "read_state",
     "record",

@@ -41,8 +41,21 @@ def read_entry(store: Store, e: Entry) -> bytes:
 
 
 def diff(store: Store, old_tree: str, new_tree: str, *, paths: Sequence[str] | None = None,
-         patch: bool = True) -> DiffResult:
-    """Compare two trees file by file; folders are left out (git shows none)."""
+         patch: bool = True, binary: bool = False) -> DiffResult:
+    """Compare two trees file by file; folders are left out (git shows none).
+
+    Args:
+        store: the store holding both trees.
+        old_tree: the tree id of FROM.
+        new_tree: the tree id of TO.
+        paths: only these paths and what is under them (None: all).
+        patch: also write the unified patch (else ``patch`` is empty).
+        binary: write binary files' changes as git binary patches that ``git apply``
+            can apply, instead of ``Binary files … differ``.
+
+    Returns:
+        The differing files, in tree order, and the patch.
+    """
     files: list[FileDiff] = []
     chunks: list[bytes] = []
     filters = list(paths) if paths is not None else None
@@ -63,5 +76,5 @@ def diff(store: Store, old_tree: str, new_tree: str, *, paths: Sequence[str] | N
         added, removed = line_counts(a, b)
         files.append(FileDiff(path, status, added, removed, o, n))
         if patch:
-            chunks.append(file_patch(path, o, n, read))
+            chunks.append(file_patch(path, o, n, read, binary=binary))
     return DiffResult(old_tree, new_tree, tuple(files), b"".join(chunks))
