@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..model import Change, SessionInfo, SnapshotInfo, StepInfo
-from ._sqlite import Tx
+from ._sqlite import Tx, columns, damaged, db_path, tables
 
 SCHEMA_VERSION = 1
 
@@ -100,6 +100,13 @@ CREATE TABLE IF NOT EXISTS dircache(dir BLOB PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS kv(key TEXT PRIMARY KEY, value BLOB NOT NULL);
 """
 
+#: every table of the schema (an existing store must have them all)
+_TABLES = ("meta", "snapshots", "sessions", "steps", "turns", "touches", "changes", "ops",
+           "dircache", "kv")
+#: columns added after the first release: (table, column, declaration)
+_ADDED_COLUMNS = (("touches", "at", "REAL NOT NULL DEFAULT 0"),
+                  ("steps", "command", "INTEGER NOT NULL DEFAULT 0"))
+
 _SNAP_COLS = (
     "id, tree, created_at, kind, session, turn, step, message, files, skipped, "
     "skipped_count, duration_ms"
@@ -130,12 +137,33 @@ class MetaStore:
         self.conn = conn
 
     def init_schema(self) -> None:
-        """Create the tables (idempotent), adding columns a store made earlier lacks."""
+        """Create the tables of a new store (idempotent: a creation cut short is finished)."""
         self.conn.executescript(_SCHEMA)
-        for table, column, decl in (("touches", "at", "REAL NOT NULL DEFAULT 0"),
-                                    ("steps", "command", "INTEGER NOT NULL DEFAULT 0")):
-            cols = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
-            if column not in cols:
+        self._add_columns()
+
+    def check_schema(self) -> int:
+        """Check an existing store's tables and return its schema version.
+
+        Nothing is created: a table that is missing means the file is damaged (making it
+        empty would read as a store without history). Columns a store made by an earlier
+        takeback lacks are added.
+
+        Raises:
+            StoreCorruptError: a table or the schema version is missing.
+        """
+        path = db_path(self.conn)
+        missing = sorted(set(_TABLES) - tables(self.conn))
+        if missing:
+            raise damaged(path, f"has lost its tables: {', '.join(missing)}")
+        version = self.get_meta("schema_version")
+        if version is None or not version.isdigit():
+            raise damaged(path, "has no schema version")
+        self._add_columns()
+        return int(version)
+
+    def _add_columns(self) -> None:
+        for table, column, decl in _ADDED_COLUMNS:
+            if column not in columns(self.conn, table):
                 self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
 
     def tx(self) -> Tx:
