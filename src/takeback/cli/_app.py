@@ -42,6 +42,25 @@ class _Parser(argparse.ArgumentParser):
         raise ArgError(f"{self.prog}: error: {message}")
 
 
+#: the largest number SQLite stores: a step, a turn or a count beyond it is refused
+_MAX_NUMBER = 2**63 - 1
+
+
+def number(text: str) -> int:
+    """Parse an integer option (argparse ``type``), refusing what the store cannot hold.
+
+    Raises:
+        argparse.ArgumentTypeError: not an integer, or beyond SQLite's 64-bit integers.
+    """
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if abs(n) > _MAX_NUMBER:
+        raise argparse.ArgumentTypeError(f"{text} is too large")
+    return n
+
+
 def common_options() -> _Parser:
     """Return the options every command takes, before or after its name."""
     p = _Parser(add_help=False)
@@ -52,7 +71,7 @@ def common_options() -> _Parser:
                    help="the session (default: $TAKEBACK_SESSION or 'default')")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                    help="print one JSON document")
-    p.add_argument("--max-file-bytes", type=int, default=argparse.SUPPRESS,
+    p.add_argument("--max-file-bytes", type=number, default=argparse.SUPPRESS,
                    help="files larger than this are not kept (default 16 MiB)")
     return p
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ._app import number
+
 if TYPE_CHECKING:
     from ._app import Ctx
 
@@ -13,7 +15,7 @@ HELP = "list the files a turn changed (default: the last turn)"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("--turn", type=int, default=None, metavar="N")
+    p.add_argument("--turn", type=number, default=None, metavar="N")
 
 
 def run(ctx: Ctx) -> int:

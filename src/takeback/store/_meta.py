@@ -113,6 +113,14 @@ _SNAP_COLS = (
 )
 
 
+#: the largest integer SQLite stores; a step or turn number beyond it names no row
+MAX_INT = 2**63 - 1
+
+
+def _storable(n: int) -> bool:
+    return -MAX_INT - 1 <= n <= MAX_INT
+
+
 def _path(value: object) -> str:
     """A path as stored: its bytes (a name need not be UTF-8; SQLite text must be)."""
     return os.fsdecode(bytes(value)) if isinstance(value, bytes) else str(value)
@@ -277,7 +285,7 @@ class MetaStore:
             sql += " WHERE session=?"
             args.append(session)
         sql += " ORDER BY seq DESC"
-        if limit is not None:
+        if limit is not None and _storable(limit):  # beyond it, there is no limit at all
             sql += " LIMIT ?"
             args.append(limit)
         return [_snap(r) for r in self.conn.execute(sql, args)]
@@ -329,7 +337,9 @@ class MetaStore:
         )
 
     def step(self, session: str, n: int) -> StepInfo | None:
-        """Return one step."""
+        """Return one step (None when there is none, or ``n`` is beyond what SQLite stores)."""
+        if not _storable(n):
+            return None
         row = self.conn.execute(
             "SELECT session, n, turn, before, after, label, exit_code, command FROM steps "
             "WHERE session=? AND n=?", (session, n),
@@ -347,7 +357,9 @@ class MetaStore:
     # -- turns, touches, changes, ops ------------------------------------------------
 
     def turn_row(self, session: str, n: int) -> tuple[Any, ...] | None:
-        """Return (n, label, before, after, state) of one turn."""
+        """Return (n, label, before, after, state) of one turn (None when there is none)."""
+        if not _storable(n):
+            return None
         return self.conn.execute(  # type: ignore[no-any-return]
             "SELECT n, label, before, after, state FROM turns WHERE session=? AND n=?",
             (session, n),
