@@ -7,6 +7,9 @@ Every refusal is exit 2 with one line on stderr; nothing ends in a traceback.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -66,3 +69,81 @@ def test_the_library_reads_a_number_too_large_as_no_such_step(two_turns: CLI,
             with pytest.raises(RefError):
                 ws.resolve(ref, session=ws.active_session())
         assert len(ws.log(limit=int(HUGE))) == len(ws.log())
+
+
+# -- names that would break one line per path ------------------------------------------
+
+ODD = {
+    b"new\nline.txt": '"new\\nline.txt"',
+    b"tab\there.txt": '"tab\\there.txt"',
+    b'q"uote.txt': '"q\\"uote.txt"',
+    b"back\\slash.txt": '"back\\\\slash.txt"',
+    b"bad\xff.txt": '"bad\\377.txt"',
+    "café.txt".encode(): '"caf\\303\\251.txt"',
+    b"bell\x07.txt": '"bell\\a.txt"',
+    b"plain name.txt": "plain name.txt",
+}
+
+
+def _write_odd(ws: Path, text: str) -> None:
+    for raw in ODD:
+        with open(os.path.join(os.fsencode(ws), raw), "w") as f:
+            f.write(text)
+
+
+def _paths(lines: list[str], prefix: str) -> list[str]:
+    return sorted(line[len(prefix):] for line in lines if line.startswith(prefix))
+
+
+def test_odd_names_are_quoted_as_git_quotes_them(tb: CLI, ws_dir: Path) -> None:
+    import shutil
+
+    want = sorted(ODD.values())
+    (ws_dir / "keep.txt").write_text("k\n")
+    first = json.loads(tb("snapshot", "--json").stdout)["id"]
+    _write_odd(ws_dir, "one\n")
+
+    lines = tb("status").stdout.splitlines()
+    assert len(lines) == len(ODD) and _paths(lines, "A ") == want
+    if shutil.which("git"):
+        subprocess.run(["git", "init", "-q"], cwd=ws_dir, check=True)
+        git = subprocess.run(["git", "-c", "core.quotePath=true", "ls-files", "--others",
+                              "--exclude-standard"], cwd=ws_dir, capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+        assert sorted(p for p in git if p != "keep.txt") == want
+    lines = tb("diff", "--name-status").stdout.splitlines()
+    assert len(lines) == len(ODD) and _paths(lines, "A\t") == want
+    lines = tb("rewind", "--to", first, "--dry-run").stdout.splitlines()
+    assert _paths(lines, "A ") == want and len(lines) == len(ODD) + 2
+
+    # --json keeps names as they are
+    doc = json.loads(tb("status", "--json").stdout)
+    assert sorted(c["path"] for c in doc["changes"]) == sorted(os.fsdecode(r) for r in ODD)
+
+    tb("snapshot")
+    tb("turn", "begin")
+    tb("touch", *[os.fsdecode(r) for r in ODD])
+    _write_odd(ws_dir, "two\nlines\n")
+    tb("turn", "end")
+    lines = tb("changes").stdout.splitlines()
+    assert len(lines) == len(ODD) + 1
+    assert sorted(line.split(maxsplit=3)[3] for line in lines[1:]) == want
+    for cmd, head in ((["undo"], "Undid"), (["redo"], "Redid"),
+                      (["revert", "--to-turn", "0"], "Reverted")):
+        lines = tb(*cmd).stdout.splitlines()
+        assert lines[0].startswith(head) and len(lines) == len(ODD) + 2, (cmd, lines)
+        assert _paths(lines, "  ") == want
+
+
+def test_a_conflict_on_an_odd_name_stays_on_its_line(tb: CLI, ws_dir: Path) -> None:
+    name = os.fsdecode(b"new\nline.txt")
+    (ws_dir / name).write_text("one\n")
+    tb("snapshot")
+    tb("turn", "begin")
+    tb("touch", name)
+    (ws_dir / name).write_text("two\n")
+    tb("turn", "end")
+    (ws_dir / name).write_text("a person's edit\n")
+    lines = tb("undo", check=3).stderr.splitlines()
+    assert lines[0] == 'takeback: "new\\nline.txt" changed after turn 1'
+    assert len(lines) == 2

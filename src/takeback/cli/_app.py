@@ -10,7 +10,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import TakebackError
+from ..errors import ConflictError, TakebackError
+from ._render import quote_path
 
 #: command name -> module (one module per command)
 COMMANDS = {
@@ -246,22 +247,39 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         ctx.close()
 
 
+def _conflict_lines(e: ConflictError) -> list[str]:
+    """Return a conflict's message a line per path, each path quoted for people.
+
+    The message holds one line per conflict, in order, each starting with its path (a
+    path may itself hold a newline), then the advice; a message of another shape is
+    split as it is.
+    """
+    rest = e.message
+    lines = []
+    for path in e.conflicts:
+        if not rest.startswith(path):
+            return e.message.splitlines()
+        tail, _nl, rest = rest[len(path):].partition("\n")
+        lines.append(quote_path(path) + tail)
+    return lines + rest.splitlines()
+
+
 def _report(ctx: Ctx, e: TakebackError) -> int:
-    from ..errors import ConflictError, RestoreError
+    from ..errors import RestoreError
 
     if ctx.json:
         ctx.emit_json(e.to_json())
     if isinstance(e, RestoreError):
         print(f"takeback: error: {e.message}", file=sys.stderr)
         for p in e.restored:
-            print(f"  restored: {p}", file=sys.stderr)
+            print(f"  restored: {quote_path(p)}", file=sys.stderr)
         for p in e.failed:
-            print(f"  not restored: {p}", file=sys.stderr)
+            print(f"  not restored: {quote_path(p)}", file=sys.stderr)
         if e.undo_id:
             print(f"  put it all back with: takeback rewind --to {e.undo_id[:10]}",
                   file=sys.stderr)
     elif isinstance(e, ConflictError):
-        for line in e.message.splitlines():
+        for line in _conflict_lines(e):
             print(f"takeback: {line}", file=sys.stderr)
     else:
         print(f"takeback: error: {e.message}", file=sys.stderr)

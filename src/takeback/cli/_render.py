@@ -1,7 +1,8 @@
-"""CLI layer: small renderers shared by commands (ids, times, progress)."""
+"""CLI layer: small renderers shared by commands (ids, times, paths, progress)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +20,33 @@ def sid(oid: str | None) -> str:
 def when(ts: float) -> str:
     """Return a local timestamp for people."""
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+_ESCAPES = {0x07: "\\a", 0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0B: "\\v",
+            0x0C: "\\f", 0x0D: "\\r", 0x22: '\\"', 0x5C: "\\\\"}
+
+
+def quote_path(path: str) -> str:
+    r"""Return a path as people read it in one-line-per-path output, quoted as git does.
+
+    A name with a control character, a double quote, a backslash or any byte from 0x80 up
+    (non-ASCII, or not UTF-8 at all) is C-quoted inside double quotes, as git prints it
+    with ``core.quotePath``: ``\n``, ``\t``, ``\"``, ``\\`` and three-digit octal
+    escapes for the other bytes, so each path stays on its line and its bytes can be
+    told apart. Other names are printed as they are. ``--json`` keeps names unquoted.
+    """
+    raw = os.fsencode(path)
+    if all(0x20 <= b < 0x7F and b not in (0x22, 0x5C) for b in raw):
+        return path
+    out = []
+    for b in raw:
+        if b in _ESCAPES:
+            out.append(_ESCAPES[b])
+        elif b < 0x20 or b >= 0x7F:
+            out.append(f"\\{b:03o}")
+        else:
+            out.append(chr(b))
+    return '"' + "".join(out) + '"'
 
 
 @contextmanager

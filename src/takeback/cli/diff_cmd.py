@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from ._render import quote_path
+
 if TYPE_CHECKING:
     from ._app import Ctx
 
@@ -41,11 +43,12 @@ def run(ctx: Ctx) -> int:
         return 0
     if ctx.args.name_status:
         for f in result.files:
-            ctx.out(f"{f.status}\t{f.path}")
+            ctx.out(f"{f.status}\t{quote_path(f.path)}")
     elif ctx.args.stat:
-        width = max((len(f.path) for f in result.files), default=0)
-        for f in result.files:
-            ctx.out(f" {f.path:<{width}} | +{f.added} -{f.removed}")
+        names = [quote_path(f.path) for f in result.files]
+        width = max((len(n) for n in names), default=0)
+        for f, name in zip(result.files, names, strict=True):
+            ctx.out(f" {name:<{width}} | +{f.added} -{f.removed}")
         ta = sum(f.added for f in result.files)
         tr = sum(f.removed for f in result.files)
         ctx.out(f" {len(result.files)} files changed, {ta} insertions(+), {tr} deletions(-)")
