@@ -146,8 +146,12 @@ class Store:
 
     @classmethod
     def _create(cls, path: str, root: str) -> Store:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        os.chmod(path, 0o700)
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            os.chmod(path, 0o700)
+        except OSError as e:
+            raise StoreError(f"cannot make the store {path}: {e.strerror or e}",
+                             path=path) from e
         info = {"format": FORMAT_VERSION, "root": root, "created_at": time.time()}
         objects = ObjectStore(connect(os.path.join(path, "objects.db"), create=True),
                               os.path.join(path, "objects.db"))
@@ -177,7 +181,13 @@ class Store:
         Re-entrant within one Store: a snapshot taken inside a restore (the pre-restore
         snapshot) runs under the restore's exclusive lock instead of waiting for it, which
         a second flock on a new file description would do forever.
+
+        Raises:
+            StoreError: the store was opened read-only (everything under the lock writes).
         """
+        if self.readonly:
+            raise StoreError(f"cannot write to the store {self.path}: it is read-only "
+                             "(it can be read, not recorded to)", path=self.path)
         if self._lock_depth:
             if exclusive and not self._lock_exclusive:
                 raise RuntimeError("cannot upgrade a shared store lock to exclusive")
@@ -213,7 +223,12 @@ class Store:
         """Return whether another process holds the exclusive lock (a restore under way)."""
         if self._lock_depth:
             return False
-        fd = os.open(os.path.join(self.path, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        # Opened for reading, never made: a read creates nothing in the store, and a
+        # restore under way holds a lock file that exists.
+        try:
+            fd = os.open(os.path.join(self.path, "lock"), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
