@@ -243,3 +243,28 @@ def test_a_read_only_store_can_still_be_read(tmp_path: Path) -> None:
         for dirpath, _dirnames, _filenames in os.walk(base):
             os.chmod(dirpath, 0o755)
         shutil.rmtree(base)
+
+
+# -- output cut short by a closed pipe -------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["status"], ["diff"], ["status", "--json"]])
+def test_a_closed_pipe_ends_the_output_quietly(tb: CLI, ws_dir: Path, args: list[str]) -> None:
+    import sys
+
+    from .conftest import SRC
+
+    tb("snapshot")
+    for i in range(3000):  # far more than a pipe's buffer
+        (ws_dir / f"a-file-with-a-long-name-to-fill-the-pipe-{i:05}.txt").write_text(f"{i}\n")
+    env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC)
+    # ``takeback status | head -1``
+    proc = subprocess.Popen([sys.executable, "-m", "takeback", *args], cwd=ws_dir, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 141
+    assert err == b""

@@ -238,6 +238,8 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("takeback: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # stdout's reader went away: cli.main ends quietly, as git does
     except OSError as e:
         # A disk that is full or a folder that vanished: one line, not a traceback.
         print(f"takeback: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "),

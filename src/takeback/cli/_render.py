@@ -22,6 +22,21 @@ def when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
+def write_bytes(data: bytes) -> None:
+    """Write bytes to stdout (a patch, a file as it was), all of them or an error.
+
+    A write cut short (the reader went away, and SIGPIPE, which Python ignores,
+    interrupted it) returns a short count instead of raising: writing the rest then
+    raises BrokenPipeError, which ``cli.main`` turns into a quiet exit.
+    """
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    view = memoryview(data)
+    while view:
+        view = view[out.write(view):]
+    out.flush()
+
+
 _ESCAPES = {0x07: "\\a", 0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0B: "\\v",
             0x0C: "\\f", 0x0D: "\\r", 0x22: '\\"', 0x5C: "\\\\"}
 

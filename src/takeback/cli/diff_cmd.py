@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
-from ._render import quote_path
+from ._render import quote_path, write_bytes
 
 if TYPE_CHECKING:
     from ._app import Ctx
@@ -53,7 +52,5 @@ def run(ctx: Ctx) -> int:
         tr = sum(f.removed for f in result.files)
         ctx.out(f" {len(result.files)} files changed, {ta} insertions(+), {tr} deletions(-)")
     else:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(result.patch)
-        sys.stdout.buffer.flush()
+        write_bytes(result.patch)
     return 0
