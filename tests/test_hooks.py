@@ -430,3 +430,34 @@ def test_default_command_without_takeback_on_path(tb: CLI, ws_dir: Path) -> None
     settings = json.loads((ws_dir / ".claude" / "settings.local.json").read_text())
     assert {c for _e, _m, c in _ours(settings)} == {
         f"{sys.executable} -m takeback hook claude-code"}
+
+
+def test_a_symlinked_settings_file_is_written_through_and_stays_a_link(
+        tb: CLI, ws_dir: Path, tmp_path: Path) -> None:
+    # The user's settings kept in a dotfiles repository, linked into ~/.claude.
+    home = Path(os.environ["HOME"])
+    target = tmp_path / "dotfiles" / "claude" / "settings.json"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(USER_SETTINGS, indent=4))
+    target.chmod(0o640)
+    link = home / ".claude" / "settings.json"
+    link.parent.mkdir()
+    rel_target = os.path.relpath(target, link.parent)
+    link.symlink_to(rel_target)
+
+    out = tb("hooks", "install", "claude-code", "--user").stdout
+    assert out.startswith(f"Updated {link}:")
+    assert link.is_symlink() and os.readlink(link) == rel_target
+    assert len(_ours(json.loads(target.read_text()))) == 4
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
+    assert sorted(p.name for p in link.parent.iterdir()) == ["settings.json"]
+
+    tb("hooks", "uninstall", "claude-code", "--user")
+    assert link.is_symlink() and os.readlink(link) == rel_target
+    assert json.loads(target.read_text()) == USER_SETTINGS
+
+    # A link whose target does not exist yet: the target is made, the link kept.
+    target.unlink()
+    tb("hooks", "install", "claude-code", "--user")
+    assert link.is_symlink() and len(_ours(json.loads(target.read_text()))) == 4

@@ -6,6 +6,7 @@ exception into an exit code (the code each error class carries).
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -13,8 +14,31 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
+#: The exit code when stdout is closed before the output ends (``takeback log | head``):
+#: git's, which dies of SIGPIPE (128 + 13, as the shell reports it).
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line and return the exit code."""
+    """Run the command line and return the exit code.
+
+    When the reader of stdout goes away early (``takeback status | head -1``), the
+    output stops quietly, as git's does: no error, no traceback, exit 141.
+    """
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # what is still buffered fails here, not at exit
+    except BrokenPipeError:
+        # Python would try to flush stdout again at exit and print an error about it:
+        # stdout is pointed at /dev/null so that last flush has nowhere to fail.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args in (["--version"], ["-V"]):
         from .. import __version__

@@ -10,7 +10,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import TakebackError
+from ..errors import ConflictError, TakebackError
+from ._render import quote_path
 
 #: command name -> module (one module per command)
 COMMANDS = {
@@ -42,6 +43,25 @@ class _Parser(argparse.ArgumentParser):
         raise ArgError(f"{self.prog}: error: {message}")
 
 
+#: the largest number SQLite stores: a step, a turn or a count beyond it is refused
+_MAX_NUMBER = 2**63 - 1
+
+
+def number(text: str) -> int:
+    """Parse an integer option (argparse ``type``), refusing what the store cannot hold.
+
+    Raises:
+        argparse.ArgumentTypeError: not an integer, or beyond SQLite's 64-bit integers.
+    """
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if abs(n) > _MAX_NUMBER:
+        raise argparse.ArgumentTypeError(f"{text} is too large")
+    return n
+
+
 def common_options() -> _Parser:
     """Return the options every command takes, before or after its name."""
     p = _Parser(add_help=False)
@@ -52,7 +72,7 @@ def common_options() -> _Parser:
                    help="the session (default: $TAKEBACK_SESSION or 'default')")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                    help="print one JSON document")
-    p.add_argument("--max-file-bytes", type=int, default=argparse.SUPPRESS,
+    p.add_argument("--max-file-bytes", type=number, default=argparse.SUPPRESS,
                    help="files larger than this are not kept (default 16 MiB)")
     return p
 
@@ -260,6 +280,8 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("takeback: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # stdout's reader went away: cli.main ends quietly, as git does
     except OSError as e:
         # A disk that is full or a folder that vanished: one line, not a traceback.
         print(f"takeback: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "),
@@ -269,24 +291,41 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         ctx.close()
 
 
+def _conflict_lines(e: ConflictError) -> list[str]:
+    """Return a conflict's message a line per path, each path quoted for people.
+
+    The message holds one line per conflict, in order, each starting with its path (a
+    path may itself hold a newline), then the advice; a message of another shape is
+    split as it is.
+    """
+    rest = e.message
+    lines = []
+    for path in e.conflicts:
+        if not rest.startswith(path):
+            return e.message.splitlines()
+        tail, _nl, rest = rest[len(path):].partition("\n")
+        lines.append(quote_path(path) + tail)
+    return lines + rest.splitlines()
+
+
 def _report(ctx: Ctx, e: TakebackError) -> int:
-    from ..errors import ConflictError, RestoreError
+    from ..errors import RestoreError
 
     if ctx.json:
         ctx.emit_json(e.to_json())
     if isinstance(e, RestoreError):
         print(f"takeback: error: {e.message}", file=sys.stderr)
         for p in e.restored:
-            print(f"  restored: {p}", file=sys.stderr)
+            print(f"  restored: {quote_path(p)}", file=sys.stderr)
         for p in e.failed:
-            print(f"  not restored: {p}", file=sys.stderr)
+            print(f"  not restored: {quote_path(p)}", file=sys.stderr)
         for p, why in sorted(e.left.items()):
-            print(f"  left as is: {p} ({why})", file=sys.stderr)
+            print(f"  left as is: {quote_path(p)} ({why})", file=sys.stderr)
         if e.undo_id:
             print(f"  put it all back with: takeback rewind --to {e.undo_id[:10]}",
                   file=sys.stderr)
     elif isinstance(e, ConflictError):
-        for line in e.message.splitlines():
+        for line in _conflict_lines(e):
             print(f"takeback: {line}", file=sys.stderr)
     else:
         print(f"takeback: error: {e.message}", file=sys.stderr)

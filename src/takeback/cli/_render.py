@@ -1,4 +1,4 @@
-"""CLI layer: small renderers shared by commands (ids, times, progress)."""
+"""CLI layer: small renderers shared by commands (ids, times, paths, progress)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .._types import short
+from ..ops import quote_path as quote_path  # one quoting, the diff's and the lists'
 
 
 def sid(oid: str | None) -> str:
@@ -19,6 +20,21 @@ def sid(oid: str | None) -> str:
 def when(ts: float) -> str:
     """Return a local timestamp for people."""
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def write_bytes(data: bytes) -> None:
+    """Write bytes to stdout (a patch, a file as it was), all of them or an error.
+
+    A write cut short (the reader went away, and SIGPIPE, which Python ignores,
+    interrupted it) returns a short count instead of raising: writing the rest then
+    raises BrokenPipeError, which ``cli.main`` turns into a quiet exit.
+    """
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    view = memoryview(data)
+    while view:
+        view = view[out.write(view):]
+    out.flush()
 
 
 @contextmanager

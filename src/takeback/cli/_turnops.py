@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._render import sid
+from ._render import quote_path, sid
 
 if TYPE_CHECKING:
     from ..ops import TurnOpResult
@@ -39,10 +39,11 @@ def report(ctx: Ctx, result: TurnOpResult) -> int:
     ctx.out(f"{_DONE[result.kind]} {word} {turns}. Files restored: {len(result.restored)}.")
     forced = set(result.conflicts)
     for p in result.restored:
-        ctx.out(f"  {p}  (overwrote changes made since)" if p in forced else f"  {p}")
+        name = quote_path(p)
+        ctx.out(f"  {name}  (overwrote changes made since)" if p in forced else f"  {name}")
     for p in result.not_restored:
-        ctx.out(f"  not restored (never kept): {p}")
+        ctx.out(f"  not restored (never kept): {quote_path(p)}")
     for p, why in sorted(result.left.items()):
-        ctx.out(f"  left as is: {p} ({why})")
+        ctx.out(f"  left as is: {quote_path(p)} ({why})")
     ctx.out(f"Snapshot before it: {sid(result.pre)} (takeback rewind --to {sid(result.pre)})")
     return 0

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ._app import number
+from ._render import quote_path
+
 if TYPE_CHECKING:
     from ._app import Ctx
 
@@ -13,7 +16,7 @@ HELP = "list the files a turn changed (default: the last turn)"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("--turn", type=int, default=None, metavar="N")
+    p.add_argument("--turn", type=number, default=None, metavar="N")
 
 
 def run(ctx: Ctx) -> int:
@@ -35,5 +38,5 @@ def run(ctx: Ctx) -> int:
     ctx.out(f"{n} file{'s' if n != 1 else ''} changed +{added} -{removed}")
     for c in changes:
         note = "" if c.undoable else "  (cannot be undone: not kept, over the size limit)"
-        ctx.out(f"  {c.status:<8} +{c.added:<4} -{c.removed:<4} {c.path}{note}")
+        ctx.out(f"  {c.status:<8} +{c.added:<4} -{c.removed:<4} {quote_path(c.path)}{note}")
     return 0

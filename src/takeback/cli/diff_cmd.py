@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
+
+from ._render import quote_path, write_bytes
 
 if TYPE_CHECKING:
     from ._app import Ctx
@@ -43,7 +44,6 @@ def run(ctx: Ctx) -> int:
         return 0
     # Names are quoted as git quotes them, so that one file is one line of ASCII however
     # odd its name (a newline, a TAB, bytes that are not UTF-8).
-    from ..ops import quote_path
     names = [quote_path(f.path) for f in result.files]
     if ctx.args.name_status:
         for f, name in zip(result.files, names, strict=True):
@@ -56,7 +56,5 @@ def run(ctx: Ctx) -> int:
         tr = sum(f.removed for f in result.files)
         ctx.out(f" {len(result.files)} files changed, {ta} insertions(+), {tr} deletions(-)")
     else:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(result.patch)
-        sys.stdout.buffer.flush()
+        write_bytes(result.patch)
     return 0

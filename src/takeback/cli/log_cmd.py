@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from ._app import number
 from ._render import sid, when
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ HELP = "show the history, newest first"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("-n", "--limit", type=int, default=None, help="show at most N snapshots")
+    p.add_argument("-n", "--limit", type=number, default=None, help="show at most N snapshots")
     p.add_argument("--all", action="store_true", help="every session, not just the current")
 
 

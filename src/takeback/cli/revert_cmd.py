@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ._app import number
 from ._turnops import report
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ HELP = "take back every turn after N at once"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("--to-turn", type=int, required=True, metavar="N")
+    p.add_argument("--to-turn", type=number, required=True, metavar="N")
     p.add_argument("--force", action="store_true", help="overwrite files changed since")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ._render import progress, sid
+from ._render import progress, quote_path, sid
 
 if TYPE_CHECKING:
     from ._app import Ctx
@@ -22,9 +22,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH", help="only these paths (after --)")
 
 
-def _path(item: Any) -> str:
+def _path(item: Any, *, for_people: bool = False) -> str:
+    """A plan line's path, folders ending in ``/``; quoted when it must be, for people."""
     e = item.target if item.target is not None else item.current
-    return str(item.path) + ("/" if e is not None and e.kind == "d" else "")
+    name = quote_path(str(item.path)) if for_people else str(item.path)
+    return name + ("/" if e is not None and e.kind == "d" else "")
 
 
 def run(ctx: Ctx) -> int:
@@ -50,24 +52,24 @@ def run(ctx: Ctx) -> int:
     if result.note:
         ctx.out(f"note: {result.note}")
     for item in plan.items:
-        ctx.out(f"{item.action} {_path(item)}")
+        ctx.out(f"{item.action} {_path(item, for_people=True)}")
     total = len(plan.items)
     ctx.out(f"{total} path{'s' if total != 1 else ''}: {counts['M']} modified, "
             f"{counts['A']} to remove, {counts['D']} to recreate")
     if result.dry_run:
         for p in plan.not_restorable:
-            ctx.out(f"not restored (never kept): {p}")
+            ctx.out(f"not restored (never kept): {quote_path(p)}")
         for p, why in sorted(plan.left.items()):
-            ctx.out(f"left as is: {p} ({why})")
+            ctx.out(f"left as is: {quote_path(p)} ({why})")
         ctx.out("dry run: nothing was written")
         return 0
     ctx.out(f"pre-rewind snapshot: {sid(result.pre)} "
             f"(undo this rewind with: takeback rewind --to {sid(result.pre)})")
     for p in result.not_restored:
-        ctx.out(f"not restored (never kept): {p}")
+        ctx.out(f"not restored (never kept): {quote_path(p)}")
     for p, why in sorted(result.left.items()):
-        ctx.out(f"left as is: {p} ({why})")
+        ctx.out(f"left as is: {quote_path(p)} ({why})")
     for d in result.kept_dirs:
-        ctx.out(f"kept folder {d}/ (it holds files out of scope)")
+        ctx.out(f"kept folder {quote_path(d)}/ (it holds files out of scope)")
     ctx.out(f"Rewound to {sid(result.target.id)}.")
     return 0

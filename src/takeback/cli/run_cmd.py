@@ -1,7 +1,9 @@
 """CLI layer: ``takeback run [-m LABEL] -- CMD [ARG…]``: a command as one step.
 
 The command's output and exit status pass through untouched; a snapshot that fails only
-prints a warning.
+prints a warning. Signals meant for the command (a Ctrl-C, a supervisor's SIGTERM) reach
+it, and takeback waits for it to finish its own clean-up: the step records the status it
+really ended with (128+N when signal N killed it), and so does the exit code.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ctx: Ctx) -> int:
     """Run the command between two snapshots and return its status."""
     import shlex
-    import subprocess
 
     from ..errors import UsageError
+    from ..integrations._child import exit_status, forward_signals
 
     cmd = list(ctx.args.cmd)
     if not cmd:
@@ -45,8 +47,9 @@ def run(ctx: Ctx) -> int:
     code = 127
     try:
         sys.stdout.flush()
-        proc = subprocess.run(cmd, cwd=ctx.cwd)
-        code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+        with forward_signals() as fwd:
+            proc = fwd.start(cmd, cwd=ctx.cwd)
+            code = exit_status(proc.wait())
     except FileNotFoundError:
         print(f"takeback: {cmd[0]}: command not found", file=sys.stderr)
     except PermissionError:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
+
+from ._render import write_bytes
 
 if TYPE_CHECKING:
     from ._app import Ctx
@@ -34,6 +35,5 @@ def run(ctx: Ctx) -> int:
                        "content": data.decode("utf-8", "surrogateescape")
                        .encode("utf-8", "replace").decode("utf-8")})
         return 0
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
+    write_bytes(data)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._render import sid, spinner
+from ._render import quote_path, sid, spinner
 
 if TYPE_CHECKING:
     from ._app import Ctx
@@ -30,7 +30,7 @@ def run(ctx: Ctx) -> int:
         return 0
     ctx.out(sid(info.id))
     if info.skipped_count:
-        names = ", ".join(info.skipped)
+        names = ", ".join(quote_path(p) for p in info.skipped)
         more = info.skipped_count - len(info.skipped)
         ctx.warn(f"{info.skipped_count} file(s) over the size limit not kept: {names}"
                  + (f" and {more} more" if more > 0 else ""))

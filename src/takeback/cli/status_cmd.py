@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ._render import quote_path
+
 if TYPE_CHECKING:
     from ._app import Ctx
 
@@ -22,5 +24,5 @@ def run(ctx: Ctx) -> int:
         ctx.emit_json({"changes": [{"path": f.path, "status": f.status} for f in files]})
         return 0
     for f in files:
-        ctx.out(f"{f.status} {f.path}")
+        ctx.out(f"{f.status} {quote_path(f.path)}")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ._app import number
 from ._turnops import report
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ HELP = "take back the last turn (or turn N, or one file of it)"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("--turn", type=int, default=None, metavar="N")
+    p.add_argument("--turn", type=number, default=None, metavar="N")
     p.add_argument("--file", default=None, metavar="PATH")
     p.add_argument("--force", action="store_true", help="overwrite files changed since")
 

@@ -574,6 +574,13 @@ def load_settings(path: str) -> dict[str, Any]:
 
 
 def _write_settings(path: str, data: dict[str, Any]) -> None:
+    """Write a settings file atomically; a symlink is written through, never replaced.
+
+    People keep settings in a dotfiles repository and link them in: the link's target
+    gets the new content (by a temporary file renamed next to the target), and the link
+    stays a link.
+    """
+    path = os.path.realpath(path)
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     try:

@@ -17,25 +17,20 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import TYPE_CHECKING, Any
+
+from ._child import exit_status, forward_signals
 
 if TYPE_CHECKING:
     from .. import Change, Step, Workspace
 
 DEFAULT_SETTLE_MS = 1000
-
-#: signals passed on to the child (SIGINT and SIGQUIT only when they cannot have come
-#: from the terminal, which sends them to the child itself)
-FORWARDED = ("SIGTERM", "SIGHUP", "SIGINT", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 
 
 @dataclass
@@ -154,51 +149,6 @@ class Activity:
         shutil.rmtree(self._probe_dir, ignore_errors=True)
 
 
-def _terminal_foreground() -> bool:
-    """Return whether this process is in a terminal's foreground.
-
-    If it is, the terminal sends its Ctrl-C and Ctrl-backslash to the child as well.
-    """
-    for fd in (0, 1, 2):
-        try:
-            if os.isatty(fd):
-                return os.tcgetpgrp(fd) == os.getpgrp()
-        except OSError:
-            continue
-    return False
-
-
-@contextmanager
-def forward_signals(proc: subprocess.Popen[bytes]) -> Iterator[None]:
-    """Pass the signals this process gets on to the child while it runs."""
-    from_terminal = _terminal_foreground()
-    numbers = [getattr(signal, name) for name in FORWARDED if hasattr(signal, name)]
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        if from_terminal and signum in (signal.SIGINT, signal.SIGQUIT):
-            return  # the terminal sent it to the child too; twice would be two Ctrl-Cs
-        try:
-            proc.send_signal(signum)
-        except OSError:
-            pass
-
-    old: dict[int, Any] = {}
-    try:
-        for n in numbers:
-            old[n] = signal.signal(n, handler)
-    except ValueError:
-        pass  # not the main thread: signals stay as they are
-    try:
-        yield
-    finally:
-        for n, h in old.items():
-            signal.signal(n, h)
-
-
-def _status(returncode: int) -> int:
-    return returncode if returncode >= 0 else 128 - returncode
-
-
 def _changed_since(ws: Workspace, step: Step, session: str) -> bool:
     if step.before is None:
         return True
@@ -241,15 +191,15 @@ def run_watched(ws: Workspace, cmd: Sequence[str], *, cwd: str, session: str, la
                  "only the snapshots at the start and the end will be taken")
         turn = s.turn(label)
         step = turn.command(f"{label} #1").begin()
-        try:
-            proc = subprocess.Popen(list(cmd), cwd=cwd)
-        except FileNotFoundError:
-            warn(f"{cmd[0]}: command not found")
-        except PermissionError:
-            warn(f"{cmd[0]}: permission denied")
-            code = 126
-        else:
-            with forward_signals(proc):
+        with forward_signals() as fwd:
+            try:
+                proc = fwd.start(cmd, cwd=cwd)
+            except FileNotFoundError:
+                warn(f"{cmd[0]}: command not found")
+            except PermissionError:
+                warn(f"{cmd[0]}: permission denied")
+                code = 126
+            else:
                 while True:
                     try:
                         proc.wait(timeout=0.05)
@@ -264,7 +214,7 @@ def run_watched(ws: Workspace, cmd: Sequence[str], *, cwd: str, session: str, la
                         step.finish()
                         steps.append(step)
                         step = nxt
-            code = _status(proc.returncode)
+                code = exit_status(proc.returncode)
     finally:
         activity.stop()
     step.finish(exit_code=code)

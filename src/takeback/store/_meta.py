@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..model import Change, SessionInfo, SnapshotInfo, StepInfo
-from ._sqlite import Tx
+from ._sqlite import Tx, columns, damaged, db_path, tables
 
 SCHEMA_VERSION = 1
 
@@ -100,10 +100,25 @@ CREATE TABLE IF NOT EXISTS dircache(dir BLOB PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS kv(key TEXT PRIMARY KEY, value BLOB NOT NULL);
 """
 
+#: every table of the schema (an existing store must have them all)
+_TABLES = ("meta", "snapshots", "sessions", "steps", "turns", "touches", "changes", "ops",
+           "dircache", "kv")
+#: columns added after the first release: (table, column, declaration)
+_ADDED_COLUMNS = (("touches", "at", "REAL NOT NULL DEFAULT 0"),
+                  ("steps", "command", "INTEGER NOT NULL DEFAULT 0"))
+
 _SNAP_COLS = (
     "id, tree, created_at, kind, session, turn, step, message, files, skipped, "
     "skipped_count, duration_ms"
 )
+
+
+#: the largest integer SQLite stores; a step or turn number beyond it names no row
+MAX_INT = 2**63 - 1
+
+
+def _storable(n: int) -> bool:
+    return -MAX_INT - 1 <= n <= MAX_INT
 
 
 def _path(value: object) -> str:
@@ -137,12 +152,33 @@ class MetaStore:
         self.conn = conn
 
     def init_schema(self) -> None:
-        """Create the tables (idempotent), adding columns a store made earlier lacks."""
+        """Create the tables of a new store (idempotent: a creation cut short is finished)."""
         self.conn.executescript(_SCHEMA)
-        for table, column, decl in (("touches", "at", "REAL NOT NULL DEFAULT 0"),
-                                    ("steps", "command", "INTEGER NOT NULL DEFAULT 0")):
-            cols = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
-            if column not in cols:
+        self._add_columns()
+
+    def check_schema(self) -> int:
+        """Check an existing store's tables and return its schema version.
+
+        Nothing is created: a table that is missing means the file is damaged (making it
+        empty would read as a store without history). Columns a store made by an earlier
+        takeback lacks are added.
+
+        Raises:
+            StoreCorruptError: a table or the schema version is missing.
+        """
+        path = db_path(self.conn)
+        missing = sorted(set(_TABLES) - tables(self.conn))
+        if missing:
+            raise damaged(path, f"has lost its tables: {', '.join(missing)}")
+        version = self.get_meta("schema_version")
+        if version is None or not version.isdigit():
+            raise damaged(path, "has no schema version")
+        self._add_columns()
+        return int(version)
+
+    def _add_columns(self) -> None:
+        for table, column, decl in _ADDED_COLUMNS:
+            if column not in columns(self.conn, table):
                 self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
 
     def tx(self) -> Tx:
@@ -256,7 +292,7 @@ class MetaStore:
             sql += " WHERE session=?"
             args.append(session)
         sql += " ORDER BY seq DESC"
-        if limit is not None:
+        if limit is not None and _storable(limit):  # beyond it, there is no limit at all
             sql += " LIMIT ?"
             args.append(limit)
         return [_snap(r) for r in self.conn.execute(sql, args)]
@@ -308,7 +344,9 @@ class MetaStore:
         )
 
     def step(self, session: str, n: int) -> StepInfo | None:
-        """Return one step."""
+        """Return one step (None when there is none, or ``n`` is beyond what SQLite stores)."""
+        if not _storable(n):
+            return None
         row = self.conn.execute(
             "SELECT session, n, turn, before, after, label, exit_code, command FROM steps "
             "WHERE session=? AND n=?", (session, n),
@@ -326,7 +364,9 @@ class MetaStore:
     # -- turns, touches, changes, ops ------------------------------------------------
 
     def turn_row(self, session: str, n: int) -> tuple[Any, ...] | None:
-        """Return (n, label, before, after, state) of one turn."""
+        """Return (n, label, before, after, state) of one turn (None when there is none)."""
+        if not _storable(n):
+            return None
         return self.conn.execute(  # type: ignore[no-any-return]
             "SELECT n, label, before, after, state FROM turns WHERE session=? AND n=?",
             (session, n),

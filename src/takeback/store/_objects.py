@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import StoreCorruptError
 from ..model import Tree, decode_tree
-from ._sqlite import Tx
+from ._sqlite import Tx, columns, damaged, tables
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects(
@@ -55,11 +55,6 @@ class ObjectStore:
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         self.conn = conn
         self.path = path
-        conn.executescript(_SCHEMA)
-        cols = {r[1] for r in conn.execute("PRAGMA table_info(objects)")}
-        if "base" not in cols:  # a store made before deltas: the columns are added
-            conn.execute("ALTER TABLE objects ADD COLUMN base TEXT")
-            conn.execute("ALTER TABLE objects ADD COLUMN depth INTEGER NOT NULL DEFAULT 0")
         # zstandard loads on first use: an unchanged snapshot neither writes nor reads an
         # object, and start-up time is paid on every hook call.
         self._zstd: Any = None
@@ -69,6 +64,27 @@ class ObjectStore:
         self._pending_bytes = 0
         self._trees: OrderedDict[str, Tree] = OrderedDict()
         self._raw: OrderedDict[str, bytes] = OrderedDict()
+
+    def init_schema(self) -> None:
+        """Create the table of a new store (idempotent: a creation cut short is finished)."""
+        self.conn.executescript(_SCHEMA)
+        self._add_columns()
+
+    def check_schema(self) -> None:
+        """Check an existing store's table; nothing is created.
+
+        Raises:
+            StoreCorruptError: the objects table is missing (the file is damaged).
+        """
+        if "objects" not in tables(self.conn):
+            raise damaged(self.path, "has lost its table: objects")
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        if "base" not in columns(self.conn, "objects"):
+            # a store made before deltas: the columns are added
+            self.conn.execute("ALTER TABLE objects ADD COLUMN base TEXT")
+            self.conn.execute("ALTER TABLE objects ADD COLUMN depth INTEGER NOT NULL DEFAULT 0")
 
     def _z(self) -> Any:
         if self._zstd is None:

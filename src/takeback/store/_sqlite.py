@@ -1,38 +1,205 @@
-"""Store layer: opening SQLite files the way the store needs them (WAL, private, patient)."""
+"""Store layer: opening SQLite files the way the store needs them (WAL, private, patient).
+
+Opening an existing database never changes it: the file is checked first (a SQLite
+header, not cut short), and damage SQLite finds later, on any query, is raised as
+:class:`StoreCorruptError`, so a damaged store is refused instead of read as empty (and
+instead of starting a new history over the old one).
+"""
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import stat
+import struct
+from collections.abc import Iterable
+from typing import Any, NoReturn, Self
+from urllib.parse import quote
 
 from ..errors import StoreCorruptError, StoreError
 
+_MAGIC = b"SQLite format 3\x00"
+_HEADER = 100
+#: primary result codes that mean the file is damaged or not a database at all
+_DAMAGED = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 
-def connect(path: str, *, create: bool) -> sqlite3.Connection:
+
+def damaged(path: str, why: str) -> StoreCorruptError:
+    """Return the error for a store database that is damaged (one line, with the file)."""
+    return StoreCorruptError(f"store is damaged: {path} {why}", path=path)
+
+
+class _Cursor(sqlite3.Cursor):
+    """A cursor that reports a damaged file as :class:`StoreCorruptError`, on any call."""
+
+    def _failed(self, e: sqlite3.DatabaseError) -> NoReturn:
+        conn = self.connection
+        # Closed first: the traceback keeps this cursor alive, and a statement it held
+        # would keep the database open after its connection is closed (the -wal of a
+        # failed write left on a full disk instead of being checkpointed away).
+        try:
+            self.close()
+        except sqlite3.Error:
+            pass
+        code = getattr(e, "sqlite_errorcode", None)
+        if isinstance(code, int) and code & 0xFF in _DAMAGED:
+            path = db_path(conn)
+            raise damaged(path, f"cannot be read ({e})") from e
+        raise e
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Self:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.DatabaseError as e:
+            self._failed(e)
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> Self:
+        try:
+            return super().executemany(sql, seq_of_parameters)
+        except sqlite3.DatabaseError as e:
+            self._failed(e)
+
+    def executescript(self, sql_script: str, /) -> sqlite3.Cursor:
+        try:
+            return super().executescript(sql_script)
+        except sqlite3.DatabaseError as e:
+            self._failed(e)
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.DatabaseError as e:
+            self._failed(e)
+
+    def fetchmany(self, size: int | None = 1) -> list[Any]:
+        try:
+            return super().fetchmany(size)
+        except sqlite3.DatabaseError as e:
+            self._failed(e)
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.DatabaseError as e:
+            self._failed(e)
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.DatabaseError as e:
+            self._failed(e)
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose shortcuts (``execute`` and friends) use :class:`_Cursor`."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        return _Cursor(self).execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> sqlite3.Cursor:
+        return _Cursor(self).executemany(sql, parameters)
+
+    def executescript(self, sql_script: str, /) -> sqlite3.Cursor:
+        return _Cursor(self).executescript(sql_script)
+
+
+def check_file(path: str) -> None:
+    """Check, without opening it in SQLite, that a database file is whole.
+
+    SQLite reads a zero-length file as an empty database (and the first write would
+    start a new one there), and reads a file cut short until it reaches the missing
+    pages; both are caught here, before anything reads or writes the file.
+
+    Raises:
+        StoreCorruptError: missing, not a regular file, empty, not a SQLite database, or
+            shorter than its header says (when no write-ahead log holds the rest).
+    """
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise damaged(path, "is not a file")
+        with open(path, "rb") as f:
+            head = f.read(_HEADER)
+    except FileNotFoundError:
+        raise damaged(path, "is missing") from None
+    if not head:
+        raise damaged(path, "is empty")
+    if len(head) < _HEADER or not head.startswith(_MAGIC):
+        raise damaged(path, "is not a SQLite database")
+    (page_size,) = struct.unpack(">H", head[16:18])
+    page_size = 65536 if page_size == 1 else page_size
+    (pages,) = struct.unpack(">I", head[28:32])
+    # The page count in the header is valid when the change counter matches the
+    # "version valid for" field. Pages a checkpoint has not yet copied live in the -wal
+    # file, so the size can only be checked when there is none.
+    valid = head[24:28] == head[92:96] and pages > 0
+    try:
+        wal = os.stat(path + "-wal").st_size
+    except FileNotFoundError:
+        wal = 0
+    if valid and not wal and st.st_size < pages * page_size:
+        raise damaged(path, f"is cut short ({st.st_size} of {pages * page_size} bytes)")
+
+
+def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Connection:
     """Open (or make) a database file with mode 0600, WAL journaling and a busy timeout.
 
     Connections run in autocommit mode; writers open their own ``BEGIN IMMEDIATE``.
 
+    Args:
+        path: the database file.
+        create: make the file when it is missing (a new store); otherwise it must exist
+            and pass :func:`check_file`.
+        readonly: open for reading only, creating nothing beside the file (a store
+            that cannot be written); any write then fails as a :class:`StoreError`.
+
     Raises:
-        StoreCorruptError: the file exists but is not a usable database.
+        StoreCorruptError: the file is missing or damaged, or not a database.
+        StoreError: the file cannot be opened.
     """
     if create and not os.path.exists(path):
         # SQLite gives its -wal and -shm files the mode of the main file, so making the
         # main file 0600 first keeps every file of the store private.
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    elif not create:
+        check_file(path)
     try:
-        conn = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA foreign_keys=ON")
+        if readonly:
+            # A WAL database opened read-only needs its -shm file, which SQLite would
+            # have to create: when there is none (and no -wal, so the main file holds
+            # every page), the file is read as immutable, which creates nothing.
+            immutable = not os.path.exists(path + "-shm") and not os.path.exists(path + "-wal")
+            uri = f"file:{quote(path)}?mode=ro" + ("&immutable=1" if immutable else "")
+            conn = sqlite3.connect(uri, uri=True, timeout=60.0, isolation_level=None,
+                                   check_same_thread=False, factory=_Connection)
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        else:
+            conn = sqlite3.connect(path, timeout=60.0, isolation_level=None,
+                                   check_same_thread=False, factory=_Connection)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+    except StoreCorruptError:
+        raise
     except sqlite3.DatabaseError as e:
-        raise StoreCorruptError(f"store database is unreadable: {path}: {e}", path=path) from e
+        raise StoreError(f"cannot open the store database {path}: {e}", path=path) from e
     return conn
+
+
+def tables(conn: sqlite3.Connection) -> set[str]:
+    """Return the names of the tables a database holds."""
+    return {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    """Return the column names of a table."""
+    return {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}
 
 
 def db_path(conn: sqlite3.Connection) -> str:
     """Return the file behind a connection (for error messages)."""
-    for _seq, name, path in conn.execute("PRAGMA database_list"):
+    for _seq, name, path in sqlite3.Connection.execute(conn, "PRAGMA database_list"):
         if name == "main":
             return str(path)
     return "?"

@@ -16,13 +16,20 @@ import fcntl
 import hashlib
 import json
 import os
+import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from .._fs import atomic_write
-from ..errors import RootMismatchError, StoreCorruptError, StoreMissingError, StoreVersionError
+from ..errors import (
+    RootMismatchError,
+    StoreCorruptError,
+    StoreError,
+    StoreMissingError,
+    StoreVersionError,
+)
 from ._meta import SCHEMA_VERSION, MetaStore
 from ._objects import ObjectStore
 from ._sqlite import connect
@@ -38,6 +45,14 @@ def default_store_path(root: str, data_dir: str) -> str:
     return os.path.join(data_dir, "workspaces", f"{base}-{digest}")
 
 
+def _writable(path: str) -> bool:
+    """Return whether this process may write the store folder and its databases."""
+    if not os.access(path, os.W_OK | os.X_OK):
+        return False
+    return all(os.access(os.path.join(path, name), os.W_OK)
+               for name in ("objects.db", "meta.db"))
+
+
 class Store:
     """An open store: its object store, its metadata, and the files beside them."""
 
@@ -48,41 +63,42 @@ class Store:
         self.meta = meta
         self._lock_depth = 0
         self._lock_exclusive = False
+        #: opened for reading only (the store cannot be written)
+        self.readonly = False
 
     @classmethod
     def open(cls, path: str, root: str, *, create: bool) -> Store:
         """Open the store at ``path`` for workspace ``root``, making it if ``create``.
 
+        A store is made only where there is no ``store.json``; an existing one is opened
+        as it is, never repaired (a damaged database is refused, not emptied). A store
+        that cannot be written (a read-only folder or file system) is opened for reading:
+        reading commands work, and nothing is created in it.
+
         Raises:
             StoreMissingError: no store there and ``create`` is false.
             StoreVersionError: a newer format.
             RootMismatchError: the store belongs to another workspace.
-            StoreCorruptError: the marker or databases cannot be read.
+            StoreCorruptError: the marker or a database is damaged.
+            StoreError: ``path`` is not a folder, or a database cannot be opened.
         """
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise StoreError(f"not a store folder: {path} is not a folder", path=path)
         marker = os.path.join(path, _MARKER)
-        if not os.path.exists(marker):
+        if not os.path.lexists(marker):
             if not create:
                 raise StoreMissingError(
                     f"no takeback store for {root} (looked in {path}); take a snapshot first",
                     path=path,
                 )
-            os.makedirs(path, mode=0o700, exist_ok=True)
-            os.chmod(path, 0o700)
-            info = {"format": FORMAT_VERSION, "root": root, "created_at": time.time()}
-            objects = ObjectStore(connect(os.path.join(path, "objects.db"), create=True),
-                                  os.path.join(path, "objects.db"))
-            meta = MetaStore(connect(os.path.join(path, "meta.db"), create=True))
-            meta.init_schema()
-            meta.set_meta("schema_version", str(SCHEMA_VERSION))
-            # The marker is written last: a store without it is an unfinished creation,
-            # which the next call simply completes.
-            atomic_write(marker, json.dumps(info).encode())
-            return cls(path, root, objects, meta)
+            return cls._create(path, root)
         try:
             with open(marker, "rb") as f:
                 info = json.loads(f.read())
             version = int(info["format"])
-            stored_root = str(info["root"])
+            stored_root = info["root"]
+            if not isinstance(stored_root, str):
+                raise TypeError("root is not a string")
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise StoreCorruptError(f"store marker is unreadable: {marker}", path=path) from e
         if version > FORMAT_VERSION:
@@ -96,21 +112,56 @@ class Store:
                 path=path, expected=root, actual=stored_root,
             )
         for name in ("objects.db", "meta.db"):
-            if not os.path.exists(os.path.join(path, name)):
+            if not os.path.lexists(os.path.join(path, name)):
                 raise StoreCorruptError(f"store is damaged: {name} is missing", path=path)
-        objects = ObjectStore(connect(os.path.join(path, "objects.db"), create=False),
-                              os.path.join(path, "objects.db"))
-        meta = MetaStore(connect(os.path.join(path, "meta.db"), create=False))
+        readonly = not _writable(path)
+        opened: list[sqlite3.Connection] = []
         try:
-            meta.init_schema()
-            schema = int(meta.get_meta("schema_version") or "0")
-        except Exception as e:
-            raise StoreCorruptError(f"store database is unreadable: {e}", path=path) from e
+            objects_path = os.path.join(path, "objects.db")
+            opened.append(connect(objects_path, create=False, readonly=readonly))
+            objects = ObjectStore(opened[-1], objects_path)
+            opened.append(connect(os.path.join(path, "meta.db"), create=False,
+                                  readonly=readonly))
+            meta = MetaStore(opened[-1])
+            objects.check_schema()
+            schema = meta.check_schema()
+        except sqlite3.Error as e:
+            for conn in opened:
+                conn.close()
+            raise StoreError(f"cannot open the store {path}: {e}", path=path) from e
+        except BaseException:
+            for conn in opened:
+                conn.close()
+            raise
         if schema > SCHEMA_VERSION:
+            objects.conn.close()
+            meta.conn.close()
             raise StoreVersionError(
                 f"store schema {schema} is newer than this takeback knows ({SCHEMA_VERSION})",
                 path=path, expected=SCHEMA_VERSION, actual=schema,
             )
+        store = cls(path, root, objects, meta)
+        store.readonly = readonly
+        return store
+
+    @classmethod
+    def _create(cls, path: str, root: str) -> Store:
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            os.chmod(path, 0o700)
+        except OSError as e:
+            raise StoreError(f"cannot make the store {path}: {e.strerror or e}",
+                             path=path) from e
+        info = {"format": FORMAT_VERSION, "root": root, "created_at": time.time()}
+        objects = ObjectStore(connect(os.path.join(path, "objects.db"), create=True),
+                              os.path.join(path, "objects.db"))
+        objects.init_schema()
+        meta = MetaStore(connect(os.path.join(path, "meta.db"), create=True))
+        meta.init_schema()
+        meta.set_meta("schema_version", str(SCHEMA_VERSION))
+        # The marker is written last: a store without it is an unfinished creation,
+        # which the next call simply completes.
+        atomic_write(os.path.join(path, _MARKER), json.dumps(info).encode())
         return cls(path, root, objects, meta)
 
     def close(self) -> None:
@@ -130,7 +181,13 @@ class Store:
         Re-entrant within one Store: a snapshot taken inside a restore (the pre-restore
         snapshot) runs under the restore's exclusive lock instead of waiting for it, which
         a second flock on a new file description would do forever.
+
+        Raises:
+            StoreError: the store was opened read-only (everything under the lock writes).
         """
+        if self.readonly:
+            raise StoreError(f"cannot write to the store {self.path}: it is read-only "
+                             "(it can be read, not recorded to)", path=self.path)
         if self._lock_depth:
             if exclusive and not self._lock_exclusive:
                 raise RuntimeError("cannot upgrade a shared store lock to exclusive")
@@ -166,7 +223,12 @@ class Store:
         """Return whether another process holds the exclusive lock (a restore under way)."""
         if self._lock_depth:
             return False
-        fd = os.open(os.path.join(self.path, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        # Opened for reading, never made: a read creates nothing in the store, and a
+        # restore under way holds a lock file that exists.
+        try:
+            fd = os.open(os.path.join(self.path, "lock"), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
