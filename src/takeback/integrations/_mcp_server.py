@@ -26,6 +26,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from .. import __version__
+from .._fs import open_regular
 from ..errors import ConflictError, TakebackError, UsageError
 
 if TYPE_CHECKING:
@@ -297,11 +298,15 @@ def _check_unchanged_since(ws: Workspace, s: Session, rel: str) -> None:
         if os.path.islink(full):
             now: str | None = hashlib.sha256(os.fsencode(os.readlink(full))).hexdigest()
         else:
-            h = hashlib.sha256()
-            with open(full, "rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-            now = h.hexdigest()
+            got = open_regular(full)
+            if got is None:
+                now = ""  # not a file (a FIFO is never waited on): not what the turn left
+            else:
+                h = hashlib.sha256()
+                with os.fdopen(got[0], "rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 20), b""):
+                        h.update(chunk)
+                now = h.hexdigest()
     except FileNotFoundError:
         now = None
     if now != change.sha256:

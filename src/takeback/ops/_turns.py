@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .._fs import SafeRoot, check_relpath
+from .._fs import SafeRoot, check_relpath, open_regular, read_regular
 from ..errors import ConflictError, PathError, RestoreError, UsageError
 from ..model import (
     DIR,
@@ -115,8 +115,7 @@ def read_state(store: Store, opts: Options, rel: str, *, text: str | None = None
     if text is not None:
         disk = b""
         if st is not None and stat.S_ISREG(st.st_mode):
-            with open(path, "rb") as f:
-                disk = f.read(3)
+            disk = read_regular(path, limit=3) or b""
         data = text.encode("utf-8", "surrogateescape")
         bom = b"\xef\xbb\xbf"
         if disk.startswith(bom) and not data.startswith(bom):
@@ -137,8 +136,10 @@ def read_state(store: Store, opts: Options, rel: str, *, text: str | None = None
     if not stat.S_ISREG(st.st_mode):
         return None
     mode = stat.S_IMODE(st.st_mode)
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as f:
+    got = open_regular(path)
+    if got is None:
+        return None  # no longer a file (a FIFO is never waited on)
+    with os.fdopen(got[0], "rb") as f:
         if st.st_size > opts.max_file_bytes:
             h = hashlib.sha256()
             size = 0

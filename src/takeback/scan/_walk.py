@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._fs import TMP_PREFIX, allow_deep_trees
+from .._fs import TMP_PREFIX, allow_deep_trees, open_regular, read_regular
 from ..errors import ScanError
 from ..model import DIR, FILE, LARGE, LINK, Entry, Tree, encode_tree
 from ._gitindex import GitIndex, common_git_dir, resolve_git_dir
@@ -524,11 +524,8 @@ class Scanner:
 
     @staticmethod
     def _read_small(folder: str, name: str) -> bytes | None:
-        try:
-            with open(os.path.join(folder, name), "rb") as f:
-                return f.read(1 << 20)
-        except OSError:
-            return None
+        # Not through a symlink (as git reads in-tree ignore files), never from a FIFO.
+        return read_regular(os.path.join(folder, name), limit=1 << 20)
 
     # -- one file --------------------------------------------------------------------
 
@@ -552,7 +549,7 @@ class Scanner:
             return Entry(LARGE, mode, "", st.st_size), sig
         for _attempt in range(3):
             try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                got = open_regular(path)
             except FileNotFoundError:
                 return None
             except PermissionError as e:
@@ -565,8 +562,10 @@ class Scanner:
                         return None
                     return self._read_entry(rel, st, base)
                 raise ScanError(f"cannot read {rel}: {e.strerror}", path=rel) from e
+            if got is None:
+                return None  # no longer a file (a FIFO or a folder now): not kept
             try:
-                with os.fdopen(fd, "rb") as f:
+                with os.fdopen(got[0], "rb") as f:
                     data = f.read()
                     after = os.fstat(f.fileno())
             except OSError as e:
