@@ -8,10 +8,12 @@ so a regression fails instead of hanging the suite.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -107,3 +109,66 @@ def test_a_symlinked_gitignore_is_not_followed(ws_dir: Path, store_dir: Path,
     (ws_dir / "a.txt").write_text("a\n")
     proc = run(["snapshot", "--json"], ws_dir, store_dir)
     assert json.loads(proc.stdout)["files"] == 2  # the link itself and a.txt
+
+
+def test_the_hook_gives_up_in_time_and_fails_open(ws_dir: Path, store_dir: Path) -> None:
+    (ws_dir / "a.txt").write_text("a\n")
+    assert run(["snapshot"], ws_dir, store_dir).returncode == 0
+    # Another process holds the store's exclusive lock and never lets go (a stuck rewind):
+    # the hook's snapshot would wait for it forever.
+    fd = os.open(store_dir / "lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        started = time.monotonic()
+        proc = run(["hook", "claude-code"], ws_dir, store_dir, stdin=prompt(ws_dir),
+                   env={"TAKEBACK_HOOK_TIMEOUT": "1"})
+        took = time.monotonic() - started
+    finally:
+        os.close(fd)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+    assert took < 10
+    lines = (store_dir / "hook.log").read_text().splitlines()
+    assert len(lines) == 1
+    assert "UserPromptSubmit" in lines[0] and "gave up after 1 s" in lines[0]
+
+
+def test_the_hook_bound_is_configurable(ws_dir: Path, store_dir: Path) -> None:
+    (ws_dir / "a.txt").write_text("a\n")
+    # A bound that is not a number is logged and the default is used: the call still works.
+    proc = run(["hook", "claude-code"], ws_dir, store_dir, stdin=prompt(ws_dir),
+               env={"TAKEBACK_HOOK_TIMEOUT": "soon"})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+    assert snapshots(ws_dir, store_dir)
+    assert "TAKEBACK_HOOK_TIMEOUT" in (store_dir / "hook.log").read_text()
+    # 0 turns the bound off.
+    proc = run(["hook", "claude-code"], ws_dir, store_dir,
+               stdin=prompt(ws_dir).replace(b'"go"', b'"again"'),
+               env={"TAKEBACK_HOOK_TIMEOUT": "0"})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+
+
+def test_a_first_full_scan_gets_the_longer_bound(ws_dir: Path, store_dir: Path) -> None:
+    from takeback.integrations._claude_code import (
+        FIRST_SCAN_TIMEOUT,
+        Deadline,
+        HookCall,
+    )
+    from takeback.integrations._claude_code import run as run_hook
+
+    class Recording(Deadline):
+        asked: list[float]
+
+        def extend(self, seconds: float) -> None:
+            self.asked.append(seconds)
+
+    (ws_dir / "a.txt").write_text("a\n")
+    env = {"TAKEBACK_STORE": str(store_dir)}
+    asked = []
+    for text in ("first", "second"):
+        deadline = Recording(30, HookCall(), env)
+        deadline.asked = []
+        raw = prompt(ws_dir).replace(b'"go"', f'"{text}"'.encode())
+        assert run_hook(raw, HookCall(), env, deadline=deadline) is not None
+        asked.append(deadline.asked)
+    # Only the call that reads every file (nothing scanned here yet) may run longer.
+    assert asked == [[FIRST_SCAN_TIMEOUT], []]
