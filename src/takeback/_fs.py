@@ -59,7 +59,7 @@ def open_regular(path: str, *, follow: bool = False, dir_fd: int | None = None
         OSError: it cannot be opened (absent, a symlink when not following, no permission).
     """
     flags = _READ_FLAGS if follow else _READ_FLAGS | os.O_NOFOLLOW
-    fd = os.open(path, flags, dir_fd=dir_fd)
+    fd = os.open(path, flags) if dir_fd is None else os.open(path, flags, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
     except BaseException:

@@ -58,6 +58,8 @@ def run(ctx: Ctx) -> int:
             ctx.out(f"not restored (never kept): {p}")
         for p in plan.kept:
             ctx.out(f"left as is: {p} (over the size limit, never kept)")
+        for p in plan.unreadable:
+            ctx.out(f"left as is: {p} (unreadable, never read)")
         ctx.out("dry run: nothing was written")
         return 0
     ctx.out(f"pre-rewind snapshot: {sid(result.pre)} "

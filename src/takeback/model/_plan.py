@@ -23,10 +23,12 @@ class Plan:
 
     target: str
     items: tuple[PlanItem, ...]
-    #: paths the target needs but never kept (over the size limit)
+    #: paths the target needs but never kept (over the size limit, or unreadable then)
     not_restorable: tuple[str, ...] = field(default=())
     #: paths left as they are: files over the size limit now, which no snapshot keeps
     kept: tuple[str, ...] = field(default=())
+    #: paths left as they are, and everything below them: unreadable now, never read
+    unreadable: tuple[str, ...] = field(default=())
 
     def counts(self) -> dict[str, int]:
         """Return how many paths each action touches."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from ..model import DIR, LARGE, LINK, Entry
+from ..model import DIR, LARGE, LINK, UNREADABLE, Entry
 
 _BINARY_PROBE = 8000
 
@@ -97,6 +97,10 @@ def file_patch(path: str, old: Entry | None, new: Entry | None,
         out.append(b"old mode %s\nnew mode %s\n" % modes)
     if (old is not None and old.kind == LARGE) or (new is not None and new.kind == LARGE):
         out.append(b"Binary files a/%s and b/%s differ (over the size limit)\n" % (bpath, bpath))
+        return b"".join(out)
+    if (old is not None and old.kind == UNREADABLE) or (
+            new is not None and new.kind == UNREADABLE):
+        out.append(b"Binary files a/%s and b/%s differ (unreadable)\n" % (bpath, bpath))
         return b"".join(out)
     a = read(old) if old is not None else b""
     b = read(new) if new is not None else b""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from .._fs import SafeRoot
 from ..errors import PathError, RestoreError
-from ..model import DIR, LARGE, LINK, Entry, Plan, PlanItem, Tree
+from ..model import DIR, LARGE, LINK, UNREADABLE, Entry, Plan, PlanItem, Tree
 from ..scan import TreeScope
 from ..store import Store
 from ._treediff import diff_trees, under
@@ -60,8 +60,17 @@ def make_plan(get_tree: Callable[[str], Tree], current: str, target: str, target
     items: list[PlanItem] = []
     not_restorable: list[str] = []
     kept: list[str] = []
-    for path, old, new in diff_trees(get_tree, current, target):
-        if not under(path, filters):
+    deltas = [d for d in diff_trees(get_tree, current, target) if under(d[0], filters)]
+    # A path either side could not read is left as it is, with everything below it: its
+    # contents are unknown, so neither removing nor writing anything there is safe. One
+    # unreadable now is in the way of the target; one unreadable then was never kept.
+    unreadable_now = [p for p, old, _new in deltas if old is not None and old.kind == UNREADABLE]
+    unreadable_then = [p for p, old, new in deltas if new is not None
+                       and new.kind == UNREADABLE and p not in unreadable_now]
+    closed = unreadable_now + unreadable_then
+    not_restorable.extend(unreadable_then)
+    for path, old, new in deltas:
+        if closed and under(path, closed):
             continue
         if old is not None and new is not None:
             action = "M"
@@ -84,7 +93,7 @@ def make_plan(get_tree: Callable[[str], Tree], current: str, target: str, target
             continue
         items.append(PlanItem(action, path, old, new))
     return Plan(target=target_id, items=tuple(items), not_restorable=tuple(not_restorable),
-                kept=tuple(kept))
+                kept=tuple(kept), unreadable=tuple(unreadable_now))
 
 
 def apply_plan(store: Store, plan: Plan, *, pre: str | None,
@@ -97,6 +106,7 @@ def apply_plan(store: Store, plan: Plan, *, pre: str | None,
     root = SafeRoot(store.root)
     result = RestoreResult(plan=plan, pre=pre, not_restored=list(plan.not_restorable),
                            left={p: "over the size limit, never kept" for p in plan.kept})
+    result.left.update((p, "unreadable, never read") for p in plan.unreadable)
     # Every object the restore needs is read and checked before the first write, so a
     # damaged store refuses the restore instead of leaving it half done.
     blobs: dict[str, bytes] = {}

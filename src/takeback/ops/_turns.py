@@ -41,6 +41,7 @@ from ..model import (
     FILE,
     LARGE,
     LINK,
+    UNREADABLE,
     Change,
     Entry,
     SnapshotInfo,
@@ -105,7 +106,7 @@ def read_state(store: Store, opts: Options, rel: str, *, text: str | None = None
 
     Returns:
         The entry, or None when nothing (or something that is not a file, link or
-        folder) is there.
+        folder) is there; a file that may not be read is an ``UNREADABLE`` entry.
     """
     path = os.path.join(store.root, rel)
     try:
@@ -136,7 +137,10 @@ def read_state(store: Store, opts: Options, rel: str, *, text: str | None = None
     if not stat.S_ISREG(st.st_mode):
         return None
     mode = stat.S_IMODE(st.st_mode)
-    got = open_regular(path)
+    try:
+        got = open_regular(path)
+    except PermissionError:
+        return Entry(UNREADABLE, mode, "", st.st_size)
     if got is None:
         return None  # no longer a file (a FIFO is never waited on)
     with os.fdopen(got[0], "rb") as f:
@@ -265,7 +269,7 @@ def end_turn(store: Store, opts: Options, session: str, turn: int) -> list[Chang
         a = _content(store, before)
         b = _content(store, after)
         added, removed = line_counts(a, b)
-        undoable = before is None or before.kind != LARGE
+        undoable = before is None or before.kind not in (LARGE, UNREADABLE)
         rows.append((path, status, added, removed, encode_state(before), encode_state(after),
                      None if after is None or gone else after.oid, int(undoable)))
     store.objects.flush()
@@ -344,9 +348,14 @@ def _apply_moves(store: Store, opts: Options, session: str, kind: str, turns: li
         if now is None and lstat_or_none(root, path) is not None:
             left[path] = "out of scope (ignored) and in the way"
             continue
-        if write is not None and write.kind == LARGE:
+        if write is not None and write.kind in (LARGE, UNREADABLE):
             # Never kept, so never written: nothing of it can be overwritten either.
             not_restored.append(path)
+            continue
+        if now is not None and now.kind == UNREADABLE:
+            # What is there now could not be read: writing over it or removing it could
+            # lose what no snapshot holds, whatever ``force`` says.
+            left[path] = "unreadable, never read"
             continue
         if now is not None and now.kind == LARGE and not _same(now, expect):
             # A file over the size limit that the record does not know (not the turn's
