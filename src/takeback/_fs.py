@@ -31,7 +31,65 @@ def allow_deep_trees() -> None:
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO that has no writer (or a device) returns at once instead of
+# waiting for one. It changes nothing for reads of a regular file, the only kind kept open.
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 TMP_PREFIX = ".takeback-tmp-"
+
+
+def open_regular(path: str, *, follow: bool = False, dir_fd: int | None = None
+                 ) -> tuple[int, os.stat_result] | None:
+    """Open a file for reading if it is a regular file, never waiting on anything else.
+
+    A FIFO, socket or device with the name is opened without blocking, seen by ``fstat``
+    for what it is and closed again: a file read by name (an ignore file, git's index)
+    can be replaced by one at any moment, and reading it would wait forever.
+
+    Args:
+        path: the file (relative to ``dir_fd`` when given).
+        follow: follow a symlink at ``path`` itself (otherwise opening one fails with
+            ``ELOOP``).
+        dir_fd: a folder handle ``path`` is relative to.
+
+    Returns:
+        The open descriptor (the caller closes it) and its ``fstat``, or None when the
+        entry is not a regular file.
+
+    Raises:
+        OSError: it cannot be opened (absent, a symlink when not following, no permission).
+    """
+    flags = _READ_FLAGS if follow else _READ_FLAGS | os.O_NOFOLLOW
+    fd = os.open(path, flags) if dir_fd is None else os.open(path, flags, dir_fd=dir_fd)
+    try:
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    return fd, st
+
+
+def read_regular(path: str, *, limit: int = -1, follow: bool = False) -> bytes | None:
+    """Return the bytes of a regular file read by name, or None for anything else.
+
+    None when it is absent, unreadable, not a regular file (a FIFO is never waited on),
+    or, unless ``follow``, a symlink.
+
+    Args:
+        path: the file.
+        limit: read at most this many bytes (-1: all).
+        follow: follow a symlink at ``path`` itself.
+    """
+    try:
+        got = open_regular(path, follow=follow)
+        if got is None:
+            return None
+        with os.fdopen(got[0], "rb") as f:
+            return f.read(limit)
+    except OSError:
+        return None
 
 
 def fsync_dir(path: str) -> None:
@@ -145,13 +203,20 @@ class SafeRoot:
             return None
 
     def read(self, rel: str) -> bytes:
-        """Return a regular file's bytes, or a symlink's target, without following links."""
+        """Return a regular file's bytes, or a symlink's target, without following links.
+
+        Raises:
+            OSError: anything else is there (a FIFO is not waited on), or it is unreadable.
+            PathError: reaching it would go through a symlink or a non-folder.
+        """
         with self.parent(rel) as (pfd, name):
             st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
             if stat.S_ISLNK(st.st_mode):
                 return os.fsencode(os.readlink(name, dir_fd=pfd))
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
-            with os.fdopen(fd, "rb") as f:
+            got = open_regular(name, dir_fd=pfd)
+            if got is None:
+                raise OSError(errno.EINVAL, "not a regular file", rel)
+            with os.fdopen(got[0], "rb") as f:
                 return f.read()
 
     def read_entry(self, rel: str, *, limit: int) -> tuple[os.stat_result, bytes | None] | None:

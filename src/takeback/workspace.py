@@ -15,7 +15,7 @@ from typing import Any
 from . import ops
 from ._fs import to_rel
 from .errors import PathError, ScanError, TakebackError, UsageError
-from .model import DIR, LARGE, Plan, SessionInfo, SnapshotInfo
+from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import DiffResult, FileDiff, Options, Resolved
 from .store import Store, default_store_path
 
@@ -299,6 +299,8 @@ class Workspace:
             raise PathError(f"no file {rel} in snapshot {snap.id[:10]}", path=rel)
         if entry.kind == LARGE:
             raise PathError(f"{rel} was over the size limit and was not kept", path=rel)
+        if entry.kind == UNREADABLE:
+            raise PathError(f"{rel} could not be read and was not kept", path=rel)
         return ops.read_entry(store, entry)
 
     # -- taking back -------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """CLI layer: ``takeback hook claude-code``: the entry point that Claude Code's hooks call.
 
 It reads the hook's JSON on stdin, records it, and exits 0 with nothing on stdout
-whatever happens: Claude Code reads a hook's stdout, and its exit code 2, as decisions
-(block the tool call, keep the agent going), and a recorder must never make one.
+whatever happens, and within a bounded time (``TAKEBACK_HOOK_TIMEOUT``, see
+``Deadline`` in the integration): Claude Code reads a hook's stdout, and its exit code 2,
+as decisions (block the tool call, keep the agent going), and a recorder must never make
+one, nor hold the agent up.
 Failures go to ``hook.log`` in the store.
 
 ``cli.main`` hands a hook call to :func:`entry` before the full parser is built, so the
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..integrations._claude_code import HookCall
+    from ..integrations._claude_code import Deadline, HookCall
     from ._app import Ctx
 
 HELP = "the entry point Claude Code's hooks call (reads the hook's JSON on stdin)"
@@ -115,27 +117,38 @@ def entry(argv: Sequence[str]) -> int | None:
     saved = sys.stdout
     # Whatever is printed by mistake goes to stderr, which Claude Code does not parse.
     sys.stdout = sys.stderr
+    deadline: Deadline | None = None
     try:
-        from ..integrations._claude_code import run
+        from ..integrations._claude_code import Deadline, run
 
-        run(_read_stdin(), parse(argv), os.environ)
+        call = parse(argv)
+        # Armed before stdin is read: an agent that never closes it must not hold us.
+        deadline = Deadline.from_env(os.environ, call)
+        deadline.start()
+        run(_read_stdin(), call, os.environ, deadline=deadline)
     except BaseException:  # noqa: BLE001, S110 - fail open; run() has logged what it could
         pass
     finally:
+        if deadline is not None:
+            deadline.stop()
         sys.stdout = saved
     return 0
 
 
 def run(ctx: Ctx) -> int:
     """Handle a hook call that came through the full parser (``cli.main`` normally doesn't)."""
-    from ..integrations._claude_code import HookCall
+    from ..integrations._claude_code import Deadline, HookCall
     from ..integrations._claude_code import run as run_hook
 
     call = HookCall(agent=ctx.args.agent, root=getattr(ctx.args, "root", None),
                     store=ctx.store, session=getattr(ctx.args, "session", None),
                     max_file_bytes=ctx.max_file_bytes)
+    deadline = Deadline.from_env(os.environ, call)
     try:
-        run_hook(_read_stdin(), call, os.environ)
+        deadline.start()
+        run_hook(_read_stdin(), call, os.environ, deadline=deadline)
     except BaseException:  # noqa: BLE001, S110 - fail open
         pass
+    finally:
+        deadline.stop()
     return 0

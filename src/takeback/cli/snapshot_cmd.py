@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ..model import unreadable_json
 from ._render import quote_path, sid, spinner
 
 if TYPE_CHECKING:
@@ -26,12 +27,19 @@ def run(ctx: Ctx) -> int:
     if ctx.json:
         ctx.emit_json({"id": info.id, "files": info.files, "skipped": list(info.skipped),
                        "skipped_count": info.skipped_count, "duration_ms": info.duration_ms,
-                       "session": info.session})
+                       "session": info.session,
+                       "unreadable": unreadable_json(info.unreadable),
+                       "unreadable_count": info.unreadable_count})
         return 0
     ctx.out(sid(info.id))
     if info.skipped_count:
         names = ", ".join(quote_path(p) for p in info.skipped)
         more = info.skipped_count - len(info.skipped)
         ctx.warn(f"{info.skipped_count} file(s) over the size limit not kept: {names}"
+                 + (f" and {more} more" if more > 0 else ""))
+    if info.unreadable_count:
+        names = ", ".join(f"{p} ({why})" for p, why in info.unreadable)
+        more = info.unreadable_count - len(info.unreadable)
+        ctx.warn(f"{info.unreadable_count} path(s) unreadable, not kept: {names}"
                  + (f" and {more} more" if more > 0 else ""))
     return 0

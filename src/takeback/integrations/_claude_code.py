@@ -49,6 +49,16 @@ FILE_TOOLS: dict[str, str] = {
 COMMAND_TOOLS = frozenset({"Bash"})
 
 LABEL_MAX = 200
+#: How long one hook call may run before it gives up (``TAKEBACK_HOOK_TIMEOUT``, seconds;
+#: 0 turns the bound off). Far above what a call takes on 100,000 files (under a second,
+#: unless it must read every file), far below "forever".
+DEFAULT_TIMEOUT = 30.0
+#: The bound of a call that takes the workspace's first full snapshot (nothing scanned
+#: there yet, so every file is read: 8-14 s on 100,000 files, minutes on millions). Giving
+#: up would throw that work away and make every later call start it again, so it may run
+#: as long as Claude Code itself lets a command hook run by default.
+FIRST_SCAN_TIMEOUT = 600.0
+TIMEOUT_ENV = "TAKEBACK_HOOK_TIMEOUT"
 LOG_NAME = "hook.log"
 LOG_MAX_BYTES = 1 << 20
 PENDING_DIR = os.path.join("claude-code", "pending")
@@ -300,6 +310,102 @@ def handle(payload: Payload, ws: Workspace, *, session: str | None = None) -> st
 # -- running one hook call -------------------------------------------------------------
 
 
+class Deadline:
+    """A wall-clock bound on one hook call (``SIGALRM``, so only in the main thread).
+
+    On expiry, whatever the call is doing (waiting for a lock, a hung file system), one
+    line goes to ``hook.log`` and the process exits 0 at once, with nothing on stdout or
+    stderr: Claude Code waits for the hook, and a recorder must never hold the agent up.
+    What the call had written is safe to abandon at any point: the store writes objects
+    before anything names them, and a step begun but not finished is finished later.
+
+    Args:
+        seconds: the bound (0 or less: none).
+        call: the call's options (where to log when no workspace was made yet).
+        env: the environment (``TAKEBACK_STORE``, ``CLAUDE_PROJECT_DIR``).
+        problem: a line to log about the bound itself (a value that is not a number).
+    """
+
+    def __init__(self, seconds: float, call: HookCall, env: Mapping[str, str], *,
+                 problem: str | None = None) -> None:
+        self.seconds = seconds
+        self.problem = problem
+        self.payload: Payload | None = None
+        self.log_dir: str | None = None
+        self._call = call
+        self._env = env
+        self._started = 0.0
+        self._fired = False
+        self._saved: Any = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], call: HookCall) -> Deadline:
+        """Return the bound ``TAKEBACK_HOOK_TIMEOUT`` asks for (default 30 s)."""
+        raw = env.get(TIMEOUT_ENV, "").strip()
+        if not raw:
+            return cls(DEFAULT_TIMEOUT, call, env)
+        try:
+            seconds = float(raw)
+        except ValueError:
+            seconds = float("nan")
+        if seconds != seconds or seconds in (float("inf"), float("-inf")):
+            return cls(DEFAULT_TIMEOUT, call, env, problem=(
+                f"{TIMEOUT_ENV}={raw!r} is not a number of seconds; "
+                f"using {DEFAULT_TIMEOUT:g} s"))
+        return cls(seconds, call, env)
+
+    def start(self) -> None:
+        """Arm the bound (nothing happens when it is off or signals are out of reach)."""
+        import signal
+
+        if self.seconds <= 0 or not hasattr(signal, "setitimer"):
+            return
+        try:
+            self._saved = signal.signal(signal.SIGALRM, self._expire)
+        except ValueError:  # not the main thread: no bound rather than no hook
+            return
+        self._started = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def extend(self, seconds: float) -> None:
+        """Let the call run ``seconds`` from its start in all, when that is longer."""
+        import signal
+
+        if self._started == 0.0 or seconds <= self.seconds:
+            return
+        self.seconds = seconds
+        left = self._started + seconds - time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
+
+    def stop(self) -> None:
+        """Disarm the bound and put back the handler it replaced."""
+        import signal
+
+        if self._started == 0.0:
+            return
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self._saved)
+        self._started = 0.0
+
+    def _expire(self, _signum: int, _frame: object) -> None:
+        import signal
+
+        if self._fired:
+            os._exit(0)  # logging itself hung: leave without it
+        self._fired = True
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 5)
+            where = self.log_dir or _fallback_log_dir(
+                self._call, self._call.store or self._env.get("TAKEBACK_STORE") or None,
+                self.payload, self._env)
+            _append_log(where, _line(self.payload, (
+                f"gave up after {self.seconds:g} s ({TIMEOUT_ENV}); this call was not "
+                "recorded in full")))
+        finally:
+            os._exit(0)
+
+
+
 class HookCall:
     """What one ``takeback hook`` process was given (``problems``: what could not be read)."""
 
@@ -322,7 +428,8 @@ def _make_workspace(root: str, store: str | None, max_file_bytes: int | None) ->
     return Workspace(root, store=store)
 
 
-def run(raw: bytes, call: HookCall, env: Mapping[str, str]) -> str | None:
+def run(raw: bytes, call: HookCall, env: Mapping[str, str], *,
+        deadline: Deadline | None = None) -> str | None:
     """Handle one hook call and return what was done; never raises.
 
     Failures (a bad payload, a missing or damaged store, a full disk) are written to
@@ -332,6 +439,8 @@ def run(raw: bytes, call: HookCall, env: Mapping[str, str]) -> str | None:
         raw: the payload bytes from stdin.
         call: the options given on the command line.
         env: the environment (``TAKEBACK_STORE``, ``CLAUDE_PROJECT_DIR``).
+        deadline: the call's bound, already running: told where to log, and extended
+            when the call has to take the workspace's first full snapshot.
 
     """
     started = time.perf_counter()
@@ -344,8 +453,16 @@ def run(raw: bytes, call: HookCall, env: Mapping[str, str]) -> str | None:
         if call.agent != AGENT:
             raise UsageError(f"unknown agent {call.agent!r}: takeback knows {AGENT!r}")
         payload = parse_payload(raw)
+        if deadline is not None:
+            deadline.payload = payload
         ws = _make_workspace(choose_root(payload, call.root, env), store, call.max_file_bytes)
         log_dir = ws.store_path
+        if deadline is not None:
+            deadline.log_dir = log_dir
+            if deadline.problem:
+                _append_log(log_dir, _line(payload, deadline.problem))
+            if _first_scan(ws):
+                deadline.extend(FIRST_SCAN_TIMEOUT)
         ws.on_event(lambda ev: _log_event(log_dir, payload, ev))
         done = handle(payload, ws, session=call.session)
         if env.get("TAKEBACK_HOOK_DEBUG"):
@@ -366,6 +483,13 @@ def run(raw: bytes, call: HookCall, env: Mapping[str, str]) -> str | None:
                 ws.close()
             except BaseException:  # noqa: BLE001, S110 - the call is over either way
                 pass
+
+
+def _first_scan(ws: Workspace) -> bool:
+    """Whether the next snapshot reads every file: nothing was scanned here yet."""
+    from ..scan import CACHE_KEY
+
+    return not ws.has_store() or ws.open_store().meta.get_kv(CACHE_KEY) is None
 
 
 def _describe(e: BaseException) -> str:
@@ -415,7 +539,8 @@ def _append_log(folder: str, text: str) -> None:
             os.replace(path, path + ".1")
     except OSError:
         pass
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    # O_NONBLOCK: a FIFO in the log's place fails at once instead of waiting for a reader.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8", errors="replace") as f:
         f.write(text)
 

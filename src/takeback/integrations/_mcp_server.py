@@ -136,6 +136,7 @@ class _Tools:
             snap = step.before
             return {"session": s.name, "step": step.n, "turn": step.turn, "id": snap.id,
                     "label": text, "files": snap.files, "skipped_count": snap.skipped_count,
+                    "unreadable_count": snap.unreadable_count,
                     "duration_ms": snap.duration_ms, "ref": str(step.n)}
 
     def history(self, session: str | None, limit: int) -> dict[str, Any]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from ._plan import Plan, PlanItem
-from ._records import Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
+from ._records import Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo, unreadable_json
 from ._tree import (
     DIR,
     FILE,
     LARGE,
     LINK,
+    UNREADABLE,
     Entry,
     Tree,
     decode_state,
@@ -32,9 +33,11 @@ __all__ = [
     "StepInfo",
     "Tree",
     "TurnInfo",
+    "UNREADABLE",
     "decode_state",
     "decode_tree",
     "encode_state",
     "encode_tree",
     "entry_state",
+    "unreadable_json",
 ]

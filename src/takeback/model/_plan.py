@@ -23,7 +23,7 @@ class Plan:
 
     target: str
     items: tuple[PlanItem, ...]
-    #: paths the target needs but never kept (over the size limit)
+    #: paths the target needs but never kept (over the size limit, or unreadable then)
     not_restorable: tuple[str, ...] = field(default=())
     #: paths left as they are, and why: what no snapshot keeps (a file over the size
     #: limit, an ignored file in the way), what the target's rules left out

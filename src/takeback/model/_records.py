@@ -22,6 +22,9 @@ class SnapshotInfo:
     skipped: tuple[str, ...]
     skipped_count: int
     duration_ms: int
+    #: paths the scan could not read, with why (``permission denied``, ``path too long``)
+    unreadable: tuple[tuple[str, str], ...] = ()
+    unreadable_count: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``)."""
@@ -36,7 +39,14 @@ class SnapshotInfo:
             "files": self.files,
             "skipped": list(self.skipped),
             "skipped_count": self.skipped_count,
+            "unreadable": unreadable_json(self.unreadable),
+            "unreadable_count": self.unreadable_count,
         }
+
+
+def unreadable_json(paths: tuple[tuple[str, str], ...]) -> list[dict[str, str]]:
+    """Return the ``unreadable`` list of ``--json``: ``{"path": ..., "reason": ...}`` each."""
+    return [{"path": p, "reason": r} for p, r in paths]
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,11 @@ the size of hex, which matters because every snapshot after a change stores the 
 above it again).
 
 kind is ``f`` (a kept file; the id names its blob), ``l`` (a symlink; a blob holding the
-target), ``d`` (a folder; its tree) or ``x`` (a file over the size limit, counted but not
-kept; the id is all zeros).
+target), ``d`` (a folder; its tree), ``x`` (a file over the size limit, counted but not
+kept; the id is all zeros) or ``u`` (a file or folder the scan could not read: no
+permission, or a path longer than the system allows; the id is all zeros, the mode its
+permission bits where they could be seen, else 0). A ``u`` entry says something is there
+and what it holds is unknown: a restore neither writes over it nor removes it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ FILE = "f"
 LINK = "l"
 DIR = "d"
 LARGE = "x"
+UNREADABLE = "u"
 _NO_ID = bytes(32)
 
 

@@ -24,6 +24,10 @@ rules that keep data safe live here once:
 - Folders: removed deepest first and only when empty; made parents first and private
   until filled; their final permission bits come last, deepest first. A read-only folder
   that must receive writes is opened for them and closed again after.
+- What a snapshot could not read (no permission, a path too long) is never removed,
+  written over or changed, nor is anything below it, whatever ``force`` says: the pre-
+  operation snapshot does not hold it. Where the target could not read a path, what is
+  there now stays (not restored).
 - A bounded amount of file data is held in memory (the rest is read again when written).
 """
 
@@ -40,10 +44,10 @@ from typing import Any
 
 from .._fs import TMP_PREFIX, SafeRoot
 from ..errors import ConflictError, PathError, RestoreError, StoreCorruptError
-from ..model import DIR, FILE, LARGE, LINK, Entry, entry_state
+from ..model import DIR, FILE, LARGE, LINK, UNREADABLE, Entry, entry_state
 from ..scan import TreeScope
 from ..store import Store
-from ._treediff import lookup
+from ._treediff import lookup, under
 
 _HOLD_BYTES = 256 << 20
 
@@ -51,6 +55,7 @@ _HOLD_BYTES = 256 << 20
 IN_THE_WAY = "out of scope (ignored) and in the way"
 NEVER_KEPT = "over the size limit, never kept"
 NOT_OF_TARGET = "out of scope at the target (ignored then), so never part of it"
+UNREAD = "unreadable, never read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +200,16 @@ def check(store: Store, moves: Sequence[Move], *, force: bool = False,
     """
     root = SafeRoot(store.root)
     out = Checked()
+    closed_now = [m.path for m in moves if m.now is not None and m.now.kind == UNREADABLE]
+    closed_then = [m.path for m in moves if m.write is not None and m.write.kind == UNREADABLE
+                   and m.path not in closed_now]
     for m in moves:
+        if closed_now and under(m.path, closed_now):
+            out.left[m.path] = UNREAD
+            continue
+        if closed_then and under(m.path, closed_then):
+            out.not_restored.append(m.path)
+            continue
         now = m.now
         if now is not None and now.kind == LARGE and (
                 (m.expect is not None and m.expect.kind == LARGE and m.expect.oid)
@@ -211,9 +225,15 @@ def check(store: Store, moves: Sequence[Move], *, force: bool = False,
             # there all along, so the operation's source did not create it.
             out.left[m.path] = NOT_OF_TARGET
             continue
-        if now is None and lstat_or_none(root, m.path) is not None:
-            out.left[m.path] = IN_THE_WAY
-            continue
+        if now is None:
+            try:
+                there = lstat_or_none(root, m.path) is not None
+            except OSError:
+                out.left[m.path] = UNREAD  # in a folder that cannot be entered
+                continue
+            if there:
+                out.left[m.path] = IN_THE_WAY
+                continue
         if m.write is not None and m.write.kind == LARGE:
             out.not_restored.append(m.path)  # never kept, so never written
             continue

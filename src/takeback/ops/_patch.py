@@ -9,7 +9,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterator
 
-from ..model import DIR, LARGE, LINK, Entry
+from ..model import DIR, LARGE, LINK, UNREADABLE, Entry
 
 _BINARY_PROBE = 8000
 _NULL_ID = b"0" * 40
@@ -188,6 +188,10 @@ def file_patch(path: str, old: Entry | None, new: Entry | None,
     if (old is not None and old.kind == LARGE) or (new is not None and new.kind == LARGE):
         # Never kept, so there are no bytes to put in a patch, nor an id to check them by.
         out.append(b"Binary files %s and %s differ (over the size limit)\n" % (a_name, b_name))
+        return b"".join(out)
+    if (old is not None and old.kind == UNREADABLE) or (
+            new is not None and new.kind == UNREADABLE):
+        out.append(b"Binary files a/%s and b/%s differ (unreadable)\n" % (bpath, bpath))
         return b"".join(out)
     a = read(old) if old is not None else b""
     b = read(new) if new is not None else b""

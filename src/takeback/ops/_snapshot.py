@@ -63,7 +63,8 @@ def record(store: Store, result: ScanResult, *, kind: str, session: str | None =
         id=hashlib.sha256(body).hexdigest(), tree=result.tree, created_at=created, kind=kind,
         session=session, turn=turn, step=step, message=message, files=result.files,
         skipped=tuple(result.skipped), skipped_count=result.skipped_count,
-        duration_ms=result.duration_ms,
+        duration_ms=result.duration_ms, unreadable=tuple(result.unreadable),
+        unreadable_count=result.unreadable_count,
     )
     with store.meta.tx():
         store.meta.add_snapshot(info)

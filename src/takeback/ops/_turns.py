@@ -30,6 +30,7 @@ from ..model import (
     FILE,
     LARGE,
     LINK,
+    UNREADABLE,
     Change,
     Entry,
     decode_state,
@@ -65,7 +66,14 @@ def read_state(store: Store, opts: Options, rel: str, *, text: str | None = None
         folder) is there.
     """
     root = SafeRoot(store.root)
-    got = root.read_entry(rel, limit=opts.max_file_bytes)
+    try:
+        got = root.read_entry(rel, limit=opts.max_file_bytes)
+    except PermissionError:
+        seen = root.lstat(rel)
+        if seen is None:
+            return None
+        # Something is there that may not be read: kept as such, never as absent.
+        return Entry(UNREADABLE, stat.S_IMODE(seen.st_mode), "", seen.st_size)
     st, body = got if got is not None else (None, None)
     if text is not None:
         disk = b""
@@ -224,7 +232,7 @@ def end_turn(store: Store, opts: Options, session: str, turn: int) -> list[Chang
         a = _content(store, before)
         b = _content(store, after)
         added, removed = line_counts(a, b)
-        undoable = before is None or before.kind != LARGE
+        undoable = before is None or before.kind not in (LARGE, UNREADABLE)
         rows.append((path, status, added, removed, encode_state(before), encode_state(after),
                      None if after is None or after.kind == DIR else after.oid, int(undoable)))
     store.objects.flush()

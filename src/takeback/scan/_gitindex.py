@@ -14,6 +14,8 @@ import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 
+from .._fs import read_regular
+
 _SIGNATURE = b"DIRC"
 _HEADER = struct.Struct(">4sII")
 _UINT16 = struct.Struct(">H")
@@ -41,12 +43,8 @@ def resolve_git_dir(root: str) -> str | None:
     dot_git = os.path.join(root, ".git")
     if os.path.isdir(dot_git):
         return dot_git
-    try:
-        with open(dot_git, "rb") as handle:
-            content = handle.read(4096)
-    except OSError:
-        return None
-    if not content.startswith(b"gitdir: "):
+    content = read_regular(dot_git, limit=4096, follow=True)
+    if content is None or not content.startswith(b"gitdir: "):
         return None
     # git strips only line endings here, so a path ending in a space stays intact.
     target = os.fsdecode(content[len(b"gitdir: ") :].rstrip(b"\r\n"))
@@ -66,11 +64,10 @@ def common_git_dir(git_dir: str) -> str:
         The directory named by ``git_dir/commondir`` for a linked worktree, else ``git_dir``.
 
     """
-    try:
-        with open(os.path.join(git_dir, "commondir"), "rb") as handle:
-            common = os.fsdecode(handle.read(4096).rstrip(b"\r\n"))
-    except OSError:
+    raw = read_regular(os.path.join(git_dir, "commondir"), limit=4096, follow=True)
+    if raw is None:
         return git_dir
+    common = os.fsdecode(raw.rstrip(b"\r\n"))
     if not common:
         return git_dir
     return os.path.join(git_dir, common)
@@ -158,12 +155,8 @@ def _shared_index_hash(data: bytes, pos: int, hash_size: int) -> bytes | None:
 
 def _read_index(path: str, git_dir: str, *, follow_link: bool = True) -> list[bytes] | None:
     """Return the entry paths of the index at ``path``, or None when it is unreadable."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    if len(data) < _HEADER.size:
+    data = read_regular(path, follow=True)
+    if data is None or len(data) < _HEADER.size:
         return None
     for hash_size in _HASH_SIZES:
         try:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
+from .._fs import read_regular
 from ._gitindex import common_git_dir, resolve_git_dir
 
 # Patterns takeback never snapshots unless a .gitignore or caller pattern re-includes them.
@@ -446,11 +447,10 @@ class IgnoreRules:
         git_dir = resolve_git_dir(root)
         if git_dir is not None:
             exclude = os.path.join(common_git_dir(git_dir), "info", "exclude")
-            try:
-                with open(exclude, "rb") as handle:
-                    lines.extend(_pattern_lines(handle.read()))
-            except OSError:
-                pass  # git ignores a missing or unreadable info/exclude as well
+            # git ignores a missing or unreadable info/exclude as well; a FIFO is not read.
+            data = read_regular(exclude, follow=True)
+            if data:
+                lines.extend(_pattern_lines(data))
         if exclude_env:
             lines.extend(_BUILTIN_PATTERNS)
         for pattern in extra_patterns:

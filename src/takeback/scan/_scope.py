@@ -9,17 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from .._fs import read_regular
 from ..model import DIR, FILE, Tree
 from ._gitindex import GitIndex
 from ._ignore import IgnoreRules
 
 
 def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read(1 << 20)
-    except OSError:
-        return None
+    return read_regular(path, limit=1 << 20)
 
 
 def in_scope(root: str, rel: str, *, exclude_env: bool = True, is_dir: bool = False,

@@ -13,6 +13,11 @@ unchanged, decided by two digests kept per folder from the previous scan:
 A folder whose stat key differs loads its detailed row (name -> stat and entry) and
 rehashes only the files whose stat differs.
 
+What cannot be read (a folder or file without permission, a path longer than the system
+allows) is not an error: it goes into its folder's tree as an ``u`` entry, named with the
+reason, and is never trusted from the cache, so it is tried again by every scan. A
+restore leaves such a path (and all below it) as it is.
+
 Race rule (as git's "racy clean" and borg's): a file whose mtime or ctime is not older
 than the scan's start minus the timestamp granularity could still change within the same
 tick without its stat changing, so it is never trusted: its folder's stat key is saved
@@ -21,6 +26,7 @@ empty and the file's cached stat as None, and the next scan rehashes it.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import marshal
 import os
@@ -30,25 +36,44 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._fs import TMP_PREFIX, allow_deep_trees
+from .._fs import TMP_PREFIX, allow_deep_trees, open_regular, read_regular
 from ..errors import ScanError
-from ..model import DIR, FILE, LARGE, LINK, Entry, Tree, encode_tree
+from ..model import DIR, FILE, LARGE, LINK, UNREADABLE, Entry, Tree, encode_tree
 from ._gitindex import GitIndex, common_git_dir, resolve_git_dir
 from ._ignore import IgnoreRules
 
 #: How close to the scan's start a timestamp may be before it is not trusted.
 GRANULARITY_NS = 1_000_000_000
-#: How many skipped (too large) files a snapshot names.
+#: How many skipped (too large) files, and how many unreadable paths, a snapshot names.
 SKIPPED_NAMED = 20
-CACHE_KEY = "dirs-v5"
+CACHE_KEY = "dirs-v6"
 
 #: What the cache keeps of one folder (a plain tuple: marshal stores it fast):
 #: listing key, names left out, ignored folders holding tracked files, stat key, subfolder
-#: names, subfolder tree ids, tree id, own kept-file count, own too-large file names,
-#: whether its ignore decisions consulted git's index.
+#: names, subfolder tree ids ("" for one that could not be read), tree id, own kept-file
+#: count, own too-large file names, whether its ignore decisions consulted git's index,
+#: own unreadable entries (path, reason).
 _Fast = tuple[Any, ...]
-_LISTING, _SKIP, _PARTIAL, _STAT, _NAMES, _IDS, _TREE, _FILES, _LARGE, _USES_INDEX = range(10)
-_FAST_LEN = 10
+(_LISTING, _SKIP, _PARTIAL, _STAT, _NAMES, _IDS, _TREE, _FILES, _LARGE, _USES_INDEX,
+ _UNREAD) = range(11)
+_FAST_LEN = 11
+
+
+class _Unreadable(Exception):  # noqa: N818 - internal signal, never leaves the scan
+    """A folder or file cannot be read; ``reason`` says why, in a few words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _why(e: OSError) -> str:
+    """Name why a path cannot be read, in the words ``--json`` uses."""
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if e.errno == errno.ENAMETOOLONG:
+        return "path too long"
+    return (e.strerror or type(e).__name__).lower()
 
 
 @dataclass
@@ -64,6 +89,8 @@ class _Listing:
     stat_key: bytes
     kept: list[tuple[str, os.stat_result]]
     subdirs: list[tuple[str, int]]
+    #: entries whose own stat failed: name, reason
+    unreadable: list[tuple[str, str]]
 
 
 def _stat_sig(path: str) -> bytes:
@@ -111,6 +138,9 @@ class ScanResult:
     skipped: list[str]
     skipped_count: int
     duration_ms: int
+    #: paths that could not be read (the first SKIPPED_NAMED), with why
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    unreadable_count: int = 0
     changed_dirs: int = 0
     hashed_files: int = 0
     #: What the caller saves once the objects are committed (None: the cache is as it was).
@@ -160,6 +190,8 @@ class Scanner:
         self._detail_out: dict[str, bytes | None] = {}
         self._large: list[str] = []
         self._large_count = 0
+        self._unread: list[tuple[str, str]] = []
+        self._unread_count = 0
         self._files = 0
         self._hashed = 0
         self._changed_dirs = 0
@@ -183,7 +215,8 @@ class Scanner:
                 it was. None walks everything.
 
         Raises:
-            ScanError: the root is missing or a file cannot be read.
+            ScanError: the root is missing or cannot be listed (what cannot be read below
+                it is named in the result instead).
         """
         t0 = time.monotonic()
         self._racy_ns = time.time_ns() - GRANULARITY_NS
@@ -205,17 +238,21 @@ class Scanner:
         rules = IgnoreRules.for_root(self.root, exclude_env=self.exclude_env)
         key = self._root_key()
         revisit: set[str] | None = None
-        if hint is not None:
-            revisit = _with_parents(p.strip("/") for p in hint)
-        elif self._old:
-            revisit = _with_parents(self._dirty_dirs(rules, key))
-        allow_deep_trees()
-        if revisit is not None and not revisit and "" in self._old:
-            tree_id = self._old[""][_TREE]
-            self._new = self._old
-            self._count_all()
-        else:
-            tree_id = self._walk("", rules, key, False, revisit)
+        try:
+            if hint is not None:
+                revisit = _with_parents(p.strip("/") for p in hint)
+            elif self._old:
+                revisit = _with_parents(self._dirty_dirs(rules, key))
+            allow_deep_trees()
+            if revisit is not None and not revisit and "" in self._old:
+                tree_id = self._old[""][_TREE]
+                self._new = self._old
+                self._count_all()
+            else:
+                tree_id = self._walk("", rules, key, False, revisit)
+        except _Unreadable as e:
+            raise ScanError(f"cannot read the workspace root {self.root}: {e.reason}",
+                            path=self.root) from e
         cache: bytes | None = None
         if self._new != self._old:
             cache = marshal.dumps(self._new)
@@ -223,7 +260,8 @@ class Scanner:
                 self._detail_out[gone] = None
         return ScanResult(
             tree=tree_id, files=self._files, skipped=self._large[:SKIPPED_NAMED],
-            skipped_count=self._large_count,
+            skipped_count=self._large_count, unreadable=self._unread[:SKIPPED_NAMED],
+            unreadable_count=self._unread_count,
             duration_ms=int((time.monotonic() - t0) * 1000),
             changed_dirs=self._changed_dirs, hashed_files=self._hashed,
             cache=cache, cache_rows=self._detail_out,
@@ -319,7 +357,11 @@ class Scanner:
     def _check(self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool,
                dirty: list[str]) -> None:
         old = self._old.get(rel)
-        got = self._list(rel, rules, key, excluded, old)
+        try:
+            got = self._list(rel, rules, key, excluded, old)
+        except _Unreadable:
+            dirty.append(rel)  # never cached: its parent names it again
+            return
         if old is None or old[_LISTING] != got.listing_key or old[_STAT] != got.stat_key:
             dirty.append(rel)
         prefix = rel + "/"
@@ -338,8 +380,8 @@ class Scanner:
                 dirents = list(it)
         except (FileNotFoundError, NotADirectoryError):
             dirents = []
-        except PermissionError as e:
-            raise ScanError(f"cannot read folder {rel or '.'}: permission denied", path=rel) from e
+        except OSError as e:
+            raise _Unreadable(_why(e)) from e
         names = [d.name for d in dirents]
         # The listing names each entry with its kind: a file that becomes a folder of the
         # same name must be decided again (a "build/" pattern matches only the folder).
@@ -365,6 +407,7 @@ class Scanner:
         sigs: list[tuple[Any, ...]] = []
         kept: list[tuple[str, os.stat_result]] = []
         subdirs: list[tuple[str, int]] = []
+        unreadable: list[tuple[str, str]] = []
         for d in dirents:
             name = d.name
             if name in skip:
@@ -372,6 +415,14 @@ class Scanner:
             try:
                 st = d.stat(follow_symlinks=False)
             except FileNotFoundError:
+                continue
+            except OSError as e:
+                if e.errno != errno.ENAMETOOLONG:
+                    # Listed but not searchable (read without execute permission): the
+                    # folder as a whole is what cannot be read.
+                    raise _Unreadable(_why(e)) from e
+                unreadable.append((name, _why(e)))
+                sigs.append((name, _why(e)))
                 continue
             m = st.st_mode
             fmt = m & 0o170000
@@ -383,7 +434,7 @@ class Scanner:
                 sigs.append((name, m, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
         stat_key = _digest(key, marshal.dumps(sigs))
         return _Listing(rules, key, listing_key, skip, partial, uses_index, stat_key, kept,
-                        subdirs)
+                        subdirs, unreadable)
 
     def _walk(self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool,
               revisit: set[str] | None) -> str:
@@ -393,21 +444,27 @@ class Scanner:
             return str(old[_TREE])
         got = self._list(rel, rules, key, excluded, old)
         prefix = rel + "/" if rel else ""
-        children = tuple(
-            self._walk(prefix + name, got.rules, got.key, excluded or name in got.partial,
-                       revisit)
-            for name, _mode in got.subdirs
-        )
+        ids: list[str] = []
+        closed: dict[str, str] = {}
+        for name, _mode in got.subdirs:
+            try:
+                ids.append(self._walk(prefix + name, got.rules, got.key,
+                                      excluded or name in got.partial, revisit))
+            except _Unreadable as e:
+                ids.append("")
+                closed[name] = e.reason
+        children = tuple(ids)
         names = tuple(name for name, _m in got.subdirs)
         if old is not None and old[_STAT] == got.stat_key and old[_IDS] == children \
                 and old[_LISTING] == got.listing_key:
             self._new[rel] = old
-            self._count(old[_FILES], old[_LARGE])
+            self._count(old[_FILES], old[_LARGE], old[_UNREAD])
             return str(old[_TREE])
-        return self._rebuild(rel, got, names, children, old)
+        return self._rebuild(rel, got, names, children, old, closed)
 
     def _rebuild(self, rel: str, got: _Listing, names: tuple[str, ...],
-                 children: tuple[str, ...], old: _Fast | None) -> str:
+                 children: tuple[str, ...], old: _Fast | None,
+                 closed: dict[str, str]) -> str:
         self._changed_dirs += 1
         prefix = rel + "/" if rel else ""
         detail: dict[str, Any] = {}
@@ -421,6 +478,7 @@ class Scanner:
         tree: Tree = {}
         new_detail: dict[str, Any] = {}
         large: list[str] = []
+        unread: list[tuple[str, str]] = []
         racy = False
         files = 0
         for name, st in got.kept:
@@ -434,7 +492,14 @@ class Scanner:
             else:
                 # The previous version of the file, if any, is the base of a delta.
                 prev = cached[1][2].hex() if cached is not None and cached[1][2] else None
-                found = self._read_entry(prefix + name, st, prev)
+                try:
+                    found = self._read_entry(prefix + name, st, prev)
+                except _Unreadable as e:
+                    # Never trusted from the cache: the next scan tries it again.
+                    tree[name] = Entry(UNREADABLE, stat.S_IMODE(st.st_mode), "", st.st_size)
+                    unread.append((prefix + name, e.reason))
+                    racy = True
+                    continue
                 if found is None:
                     continue
                 entry, sig = found
@@ -450,14 +515,23 @@ class Scanner:
                 large.append(prefix + name)
             else:
                 files += 1
+        for name, reason in got.unreadable:
+            tree[name] = Entry(UNREADABLE, 0, "", 0)
+            unread.append((prefix + name, reason))
+            racy = True
         for (name, mode), cid in zip(got.subdirs, children, strict=True):
-            tree[name] = Entry(DIR, mode, cid, 0)
+            if name in closed:
+                tree[name] = Entry(UNREADABLE, mode, "", 0)
+                unread.append((prefix + name, closed[name]))
+            else:
+                tree[name] = Entry(DIR, mode, cid, 0)
+        unread.sort()
         tree_id = self._put("tree", encode_tree(tree), None, old[_TREE] if old else None)
         self._new[rel] = (got.listing_key, got.skip, got.partial,
                           b"" if racy else got.stat_key, names, children, tree_id, files,
-                          tuple(large), got.uses_index)
+                          tuple(large), got.uses_index, tuple(unread))
         self._detail_out[rel] = marshal.dumps(new_detail)
-        self._count(files, tuple(large))
+        self._count(files, tuple(large), tuple(unread))
         return tree_id
 
     def _read_one(self) -> None:
@@ -465,16 +539,21 @@ class Scanner:
         if self._on_progress is not None and self._hashed % 500 == 0:
             self._on_progress(self._hashed)
 
-    def _count(self, files: int, large: tuple[str, ...]) -> None:
+    def _count(self, files: int, large: tuple[str, ...],
+               unread: tuple[tuple[str, str], ...]) -> None:
         self._files += files
         self._large_count += len(large)
         room = SKIPPED_NAMED - len(self._large)
         if room > 0 and large:
             self._large.extend(large[:room])
+        self._unread_count += len(unread)
+        room = SKIPPED_NAMED - len(self._unread)
+        if room > 0 and unread:
+            self._unread.extend(unread[:room])
 
     def _count_all(self) -> None:
         for fast in self._old.values():
-            self._count(fast[_FILES], fast[_LARGE])
+            self._count(fast[_FILES], fast[_LARGE], fast[_UNREAD])
 
     def _keep_subtree(self, rel: str) -> None:
         """Carry a folder the checks found unchanged (and everything below) into the cache."""
@@ -482,7 +561,7 @@ class Scanner:
         if fast is None or rel in self._new:
             return
         self._new[rel] = fast
-        self._count(fast[_FILES], fast[_LARGE])
+        self._count(fast[_FILES], fast[_LARGE], fast[_UNREAD])
         prefix = rel + "/" if rel else ""
         for name in fast[_NAMES]:
             self._keep_subtree(prefix + name)
@@ -524,17 +603,18 @@ class Scanner:
 
     @staticmethod
     def _read_small(folder: str, name: str) -> bytes | None:
-        try:
-            with open(os.path.join(folder, name), "rb") as f:
-                return f.read(1 << 20)
-        except OSError:
-            return None
+        # Not through a symlink (as git reads in-tree ignore files), never from a FIFO.
+        return read_regular(os.path.join(folder, name), limit=1 << 20)
 
     # -- one file --------------------------------------------------------------------
 
     def _read_entry(self, rel: str, st: os.stat_result, base: str | None = None
                     ) -> tuple[Entry, tuple[int, ...]] | None:
-        """Hash (and store) a file or symlink; None if it vanished."""
+        """Hash (and store) a file or symlink; None if it vanished.
+
+        Raises:
+            _Unreadable: it cannot be read (no permission, an I/O error).
+        """
         path = os.path.join(self.root, rel)
         sig: tuple[int, ...] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
                                 st.st_ino)
@@ -544,7 +624,7 @@ class Scanner:
             except FileNotFoundError:
                 return None
             except OSError as e:
-                raise ScanError(f"cannot read link {rel}: {e.strerror}", path=rel) from e
+                raise _Unreadable(_why(e)) from e
             self._read_one()
             return Entry(LINK, 0o777, self._put("blob", target, None, None), len(target)), sig
         mode = stat.S_IMODE(st.st_mode)
@@ -552,25 +632,25 @@ class Scanner:
             return Entry(LARGE, mode, "", st.st_size), sig
         for _attempt in range(3):
             try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                got = open_regular(path)
             except FileNotFoundError:
                 return None
-            except PermissionError as e:
-                raise ScanError(f"cannot read {rel}: permission denied", path=rel) from e
             except OSError as e:
-                if e.errno == 40:  # ELOOP: it became a symlink since the listing
+                if e.errno == errno.ELOOP:  # it became a symlink since the listing
                     try:
                         st = os.lstat(path)
                     except FileNotFoundError:
                         return None
                     return self._read_entry(rel, st, base)
-                raise ScanError(f"cannot read {rel}: {e.strerror}", path=rel) from e
+                raise _Unreadable(_why(e)) from e
+            if got is None:
+                return None  # no longer a file (a FIFO or a folder now): not kept
             try:
-                with os.fdopen(fd, "rb") as f:
+                with os.fdopen(got[0], "rb") as f:
                     data = f.read()
                     after = os.fstat(f.fileno())
             except OSError as e:
-                raise ScanError(f"cannot read {rel}: {e.strerror}", path=rel) from e
+                raise _Unreadable(_why(e)) from e
             sig = (after.st_mode, after.st_size, after.st_mtime_ns, after.st_ctime_ns, after.st_ino)
             if len(data) == after.st_size and after.st_mtime_ns == st.st_mtime_ns:
                 break

@@ -34,7 +34,9 @@ CREATE TABLE IF NOT EXISTS snapshots(
     files INTEGER NOT NULL,
     skipped TEXT NOT NULL DEFAULT '[]',
     skipped_count INTEGER NOT NULL DEFAULT 0,
-    duration_ms INTEGER NOT NULL DEFAULT 0
+    duration_ms INTEGER NOT NULL DEFAULT 0,
+    unreadable TEXT NOT NULL DEFAULT '[]',
+    unreadable_count INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS snapshots_session ON snapshots(session, seq);
 CREATE TABLE IF NOT EXISTS sessions(
@@ -105,11 +107,13 @@ _TABLES = ("meta", "snapshots", "sessions", "steps", "turns", "touches", "change
            "dircache", "kv")
 #: columns added after the first release: (table, column, declaration)
 _ADDED_COLUMNS = (("touches", "at", "REAL NOT NULL DEFAULT 0"),
-                  ("steps", "command", "INTEGER NOT NULL DEFAULT 0"))
+                  ("steps", "command", "INTEGER NOT NULL DEFAULT 0"),
+                  ("snapshots", "unreadable", "TEXT NOT NULL DEFAULT '[]'"),
+                  ("snapshots", "unreadable_count", "INTEGER NOT NULL DEFAULT 0"))
 
 _SNAP_COLS = (
     "id, tree, created_at, kind, session, turn, step, message, files, skipped, "
-    "skipped_count, duration_ms"
+    "skipped_count, duration_ms, unreadable, unreadable_count"
 )
 
 
@@ -135,6 +139,8 @@ def _snap(row: tuple[Any, ...]) -> SnapshotInfo:
         id=row[0], tree=row[1], created_at=row[2], kind=row[3], session=row[4], turn=row[5],
         step=row[6], message=row[7], files=row[8], skipped=tuple(json.loads(row[9])),
         skipped_count=row[10], duration_ms=row[11],
+        unreadable=tuple((str(p), str(r)) for p, r in json.loads(row[12])),
+        unreadable_count=row[13],
     )
 
 
@@ -251,10 +257,11 @@ class MetaStore:
     def add_snapshot(self, s: SnapshotInfo) -> None:
         """Insert a snapshot row (its tree must already be committed)."""
         self.conn.execute(
-            f"INSERT INTO snapshots({_SNAP_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO snapshots({_SNAP_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 s.id, s.tree, s.created_at, s.kind, s.session, s.turn, s.step, s.message,
                 s.files, json.dumps(list(s.skipped)), s.skipped_count, s.duration_ms,
+                json.dumps([list(u) for u in s.unreadable]), s.unreadable_count,
             ),
         )
 
