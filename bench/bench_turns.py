@@ -14,6 +14,10 @@ Workspace`` in this process:
    shown beside an unchanged in-process ``Workspace.snapshot()`` and an unchanged
    ``takeback snapshot`` run as a subprocess (start-up included). The brief gives no
    target for it; the derived one printed is two in-process snapshots plus 10%.
+3. ``session.undo()`` of a turn whose command rewrote 10 files of the tree (new ones each
+   round; median of ``--repeat``): the operation's own pre-undo snapshot, its checks
+   (each file hashed against the record) and the 10 writes, shown against an unchanged
+   in-process snapshot. Each undo is checked to put the 10 files back byte for byte.
 
 It also checks the results: every touch keeps its file, the no-change commands and the
 turn report no changes, and a touched file that is then modified is listed by the turn and
@@ -145,6 +149,24 @@ def run(tree_root: Path, work: Path, tb: str, touches: int,
             errors.append(f"turn with touches but no writes lists changes: "
                           f"{[c.path for c in changes][:5]}")
 
+        log(f"{repeat} undos of a command turn that rewrote {UNDO_FILES} files")
+        r["undo_s"] = []
+        rng = random.Random(7)
+        tree_files = [q for q in tree_root.rglob("*.py") if ".git" not in q.parts
+                      and BIG_DIR not in q.parts][:5000]
+        for i in range(repeat):
+            picked = rng.sample(tree_files, UNDO_FILES)
+            old = {q: q.read_bytes() for q in picked}
+            with session.turn(f"rewrite {i}") as tw, tw.command("a formatter"):
+                for q in picked:
+                    q.write_bytes(old[q] + f"# rewritten {i}\n".encode())
+            time.sleep(1.1)  # out of the race window, as a person's undo later would be
+            t0 = time.perf_counter()
+            session.undo()
+            r["undo_s"].append(time.perf_counter() - t0)
+            if any(q.read_bytes() != old[q] for q in picked):
+                errors.append(f"undo {i} did not put the {UNDO_FILES} files back")
+
         log("check: touch, modify, end, undo")
         victim = paths[touches]
         original = victim.read_bytes()
@@ -163,6 +185,10 @@ def run(tree_root: Path, work: Path, tb: str, touches: int,
     return r
 
 
+#: files the timed undo's turn rewrote
+UNDO_FILES = 10
+
+
 def summarize(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[list[str]], dict[str, Any]]:
     m = {k: median(v) for k, v in r.items() if isinstance(v, list) and v
          and isinstance(v[0], float)}
@@ -178,6 +204,8 @@ def summarize(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[list[str]],
          "PASS" if cmd <= COMMAND_TARGET_X * inproc else "FAIL"],
         ["", "", "takeback snapshot (CLI)", fmt_s(cli), f"(info: {cmd / cli:.2f}x)", ""],
         ["first snapshot (library)", fmt_s(r["first_snapshot_s"]), "", "", "(info)", ""],
+        [f"session.undo(), {UNDO_FILES}-file turn", fmt_s(m["undo_s"]), "in-process snapshot",
+         fmt_s(inproc), f"(info: {m['undo_s'] / inproc:.2f}x)", ""],
     ]
     doc = {"meta": meta, "medians": m,
            "samples": {k: v for k, v in r.items() if isinstance(v, list)},

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,4 +102,62 @@ def files_state(root: Path) -> dict[str, tuple[str, bytes]]:
                 out[rel] = ("d", b"")
             else:
                 out[rel] = ("f", Path(full).read_bytes())
+    return out
+
+
+@functools.cache
+def _without_file_powers() -> tuple[str, ...] | None:
+    """A command prefix under which file permissions apply (None: there is none).
+
+    Tests run as root, which reads ``chmod 000`` files and writes into read-only folders;
+    ``setpriv`` drops the two capabilities that allow it from the bounding set, so the
+    command runs as the same user, with the same Python, under ordinary permissions.
+    """
+    if os.geteuid() != 0:
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    prefix = (setpriv, "--bounding-set=-dac_override,-dac_read_search")
+    with tempfile.TemporaryDirectory() as d:
+        closed = Path(d) / "closed"
+        closed.write_text("x")
+        closed.chmod(0)
+        probe = subprocess.run([*prefix, sys.executable, "-c", f"open({str(closed)!r})"],
+                               capture_output=True)
+    return prefix if b"PermissionError" in probe.stderr else None
+
+
+def without_file_powers() -> tuple[str, ...]:
+    """The prefix that makes file permissions apply to a command; skips the test if none."""
+    prefix = _without_file_powers()
+    if prefix is None:
+        pytest.skip("cannot run a process that file permissions apply to: running as root "
+                    "without setpriv, or unable to drop CAP_DAC_OVERRIDE")
+    return prefix
+
+
+def write(root: Path, rel: str, data: bytes | str, mode: int | None = None) -> None:
+    """Write a file (and the folders above it), with ``mode`` when given."""
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(data.encode() if isinstance(data, str) else data)
+    if mode is not None:
+        p.chmod(mode)
+
+
+def state(root: Path) -> dict[str, tuple[str, bytes, int]]:
+    """Every entry under ``root`` as (kind, bytes or link target, permission bits)."""
+    out: dict[str, tuple[str, bytes, int]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            rel = os.path.relpath(full, root)
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("l", os.fsencode(os.readlink(full)), 0)
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("d", b"", stat.S_IMODE(st.st_mode))
+            else:
+                out[rel] = ("f", Path(full).read_bytes(), stat.S_IMODE(st.st_mode))
     return out

@@ -164,65 +164,42 @@ def test_a_store_that_is_a_file_is_a_refusal(tb: CLI, ws_dir: Path, tmp_path: Pa
     assert not_a_folder.read_text() == "mine\n"
 
 
-def _as_another_user() -> list[str]:
-    """The command prefix that runs a command as an unprivileged user ([] if we are one)."""
-    import shutil
-
-    if os.geteuid() != 0:
-        return []
-    if not shutil.which("setpriv"):
-        pytest.skip("running as root without setpriv: a read-only folder cannot be made real")
-    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-
-
 def _tree(folder: Path) -> dict[str, tuple[int, int, int]]:
     return {p.name: (p.stat().st_size, p.stat().st_mtime_ns, p.stat().st_mode)
             for p in folder.iterdir()}
 
 
 def test_a_read_only_store_can_still_be_read(tmp_path: Path) -> None:
-    import shutil
     import sys
-    import tempfile
 
-    from .conftest import SRC
+    from .conftest import SRC, without_file_powers
 
-    prefix = _as_another_user()
-    # Under a folder of its own, readable by the other user (pytest's are root's, 0700).
-    base = Path(tempfile.mkdtemp(prefix="takeback-ro-"))
+    prefix = without_file_powers()  # as root, a read-only store is no obstacle
+    ws, store = tmp_path / "ws", tmp_path / "store"
+    ws.mkdir()
+    tb = CLI(ws, store)
+    (ws / "a.txt").write_text("a1\n")
+    first = json.loads(tb("snapshot", "--json").stdout)["id"]
+    tb("turn", "begin")
+    tb("touch", "a.txt")
+    (ws / "a.txt").write_text("a2\n")
+    tb("turn", "end")
+    last = json.loads(tb("snapshot", "--json").stdout)["id"]
+    expected_log = tb("log").stdout
+    for name in ("lock", "events.jsonl"):  # a read must not make them again
+        (store / name).unlink(missing_ok=True)
+    for dirpath, _dirnames, filenames in os.walk(store):
+        for name in filenames:
+            os.chmod(os.path.join(dirpath, name), 0o400)
+    store.chmod(0o500)
+    before = _tree(store)
+    env = dict(os.environ, TAKEBACK_STORE=str(store), PYTHONPATH=SRC)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*prefix, sys.executable, "-m", "takeback", *args],
+                              cwd=ws, env=env, capture_output=True, text=True, timeout=60)
+
     try:
-        base.chmod(0o755)
-        ws, store = base / "ws", base / "store"
-        ws.mkdir()
-        tb = CLI(ws, store)
-        (ws / "a.txt").write_text("a1\n")
-        first = json.loads(tb("snapshot", "--json").stdout)["id"]
-        tb("turn", "begin")
-        tb("touch", "a.txt")
-        (ws / "a.txt").write_text("a2\n")
-        tb("turn", "end")
-        last = json.loads(tb("snapshot", "--json").stdout)["id"]
-        expected_log = tb("log").stdout
-        for name in ("lock", "events.jsonl"):  # a read must not make them again
-            (store / name).unlink(missing_ok=True)
-        for dirpath, dirnames, filenames in os.walk(base):
-            for name in [*dirnames, *filenames, "."]:
-                p = os.path.join(dirpath, name)
-                if prefix:
-                    os.chown(p, 65534, 65534)
-        for dirpath, _dirnames, filenames in os.walk(store):
-            for name in filenames:
-                os.chmod(os.path.join(dirpath, name), 0o400)
-        store.chmod(0o500)
-        before = _tree(store)
-
-        env = dict(os.environ, TAKEBACK_STORE=str(store), PYTHONPATH=SRC, HOME=str(base))
-
-        def run(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([*prefix, sys.executable, "-m", "takeback", *args],
-                                  cwd=ws, env=env, capture_output=True, text=True,
-                                  timeout=60)
-
         proc = run("log")
         assert (proc.returncode, proc.stderr) == (0, "") and proc.stdout == expected_log
         assert len(json.loads(run("log", "--json", "--all").stdout)) == len(
@@ -240,9 +217,7 @@ def test_a_read_only_store_can_still_be_read(tmp_path: Path) -> None:
         assert len(proc.stderr.splitlines()) == 1 and "error: " in proc.stderr
         assert _tree(store) == before
     finally:
-        for dirpath, _dirnames, _filenames in os.walk(base):
-            os.chmod(dirpath, 0o755)
-        shutil.rmtree(base)
+        store.chmod(0o700)  # so that tmp_path can be removed
 
 
 # -- output cut short by a closed pipe -------------------------------------------------

@@ -16,7 +16,6 @@ unrevert and ``Session.undo_file``.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -28,7 +27,6 @@ import sqlite3
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
@@ -39,7 +37,7 @@ import pytest
 import takeback
 from takeback.errors import ConflictError, RestoreError
 
-from .conftest import CLI, SRC
+from .conftest import CLI, SRC, state, without_file_powers, write
 
 # -- helpers ---------------------------------------------------------------------------
 
@@ -48,29 +46,8 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write(root: Path, rel: str, data: bytes | str, mode: int | None = None) -> None:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_bytes(data.encode() if isinstance(data, str) else data)
-    if mode is not None:
-        p.chmod(mode)
 
 
-def state(root: Path) -> dict[str, tuple[str, bytes, int]]:
-    """Every entry under ``root`` as (kind, bytes or link target, permission bits)."""
-    out: dict[str, tuple[str, bytes, int]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            full = os.path.join(dirpath, name)
-            st = os.lstat(full)
-            rel = os.path.relpath(full, root)
-            if stat.S_ISLNK(st.st_mode):
-                out[rel] = ("l", os.fsencode(os.readlink(full)), 0)
-            elif stat.S_ISDIR(st.st_mode):
-                out[rel] = ("d", b"", stat.S_IMODE(st.st_mode))
-            else:
-                out[rel] = ("f", Path(full).read_bytes(), stat.S_IMODE(st.st_mode))
-    return out
 
 
 def temps(root: Path) -> list[str]:
@@ -413,68 +390,21 @@ def test_undo_with_an_empty_open_turn_takes_back_the_last_turn_with_changes(
 
 # -- 13: a read-only folder --------------------------------------------------------------
 
-NOBODY = 65534
-
-
-@functools.cache
-def _unprivileged_prefix() -> tuple[str, ...] | None:
-    """A prefix that runs a command as ``nobody`` (file permissions apply); None: none."""
-    if os.geteuid() != 0:
-        return ()
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        return None
-    prefix = (setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups")
-    with tempfile.TemporaryDirectory() as d:
-        os.chmod(d, 0o755)
-        closed = Path(d) / "closed"
-        closed.mkdir(mode=0o555)
-        os.chown(closed, NOBODY, NOBODY)
-        probe = subprocess.run(
-            [*prefix, sys.executable, "-c",
-             f"import takeback; open({str(closed / 'x')!r}, 'w')"],
-            env=dict(os.environ, PYTHONPATH=SRC), capture_output=True)
-    return prefix if b"PermissionError" in probe.stderr else None
-
-
-@pytest.fixture
-def nobody_dir() -> Iterator[Path]:
-    """A folder ``nobody`` owns and can reach (pytest's tmp_path is private to root)."""
-    if _unprivileged_prefix() is None:
-        pytest.skip("cannot run a process that file permissions apply to")
-    d = Path(tempfile.mkdtemp(prefix="takeback-ro-"))
-    os.chmod(d, 0o755)
-    try:
-        yield d
-    finally:
-        for dirpath, dirnames, _files in os.walk(d):
-            for name in dirnames:
-                os.chmod(os.path.join(dirpath, name), 0o755)
-        shutil.rmtree(d)
-
-
-def test_a_read_only_folder_gets_its_file_back_and_stays_read_only(nobody_dir: Path) -> None:
-    ws, store, home = nobody_dir / "ws", nobody_dir / "store", nobody_dir / "home"
-    home.mkdir()
+def test_a_read_only_folder_gets_its_file_back_and_stays_read_only(tmp_path: Path) -> None:
+    prefix = without_file_powers()  # as root, a read-only folder shuts nobody out
+    ws, store = tmp_path / "ws", tmp_path / "store"
     write(ws, "ro/f", "v1\n", 0o644)
     write(ws, "a.txt", "a\n")
     (ws / "ro").chmod(0o555)
-    if os.geteuid() == 0:
-        for dirpath, dirnames, filenames in os.walk(nobody_dir):
-            for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
-                os.chown(name, NOBODY, NOBODY)
-    env = dict(os.environ, TAKEBACK_STORE=str(store), PYTHONPATH=SRC, HOME=str(home))
-    for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
-        env[var] = str(home / var.lower())
+    env = dict(os.environ, TAKEBACK_STORE=str(store), PYTHONPATH=SRC)
 
     def run(*args: str, check: int = 0) -> str:
-        proc = subprocess.run([*(_unprivileged_prefix() or ()), sys.executable, "-m",
-                               "takeback", *args], cwd=ws, env=env, capture_output=True,
-                              text=True, timeout=60)
+        proc = subprocess.run([*prefix, sys.executable, "-m", "takeback", *args], cwd=ws,
+                              env=env, capture_output=True, text=True, timeout=60)
         assert proc.returncode == check, proc.stdout + proc.stderr
         return proc.stdout
 
-    def edit_in_place(text: str) -> None:  # keeps the file's owner
+    def edit_in_place(text: str) -> None:  # a read-only folder still lets a file change
         with open(ws / "ro" / "f", "r+b") as f:
             f.truncate(0)
             f.write(text.encode())
@@ -491,6 +421,7 @@ def test_a_read_only_folder_gets_its_file_back_and_stays_read_only(nobody_dir: P
     run("--session", "s", "undo")
     assert (ws / "ro" / "f").read_text() == "v1\n"
     assert stat.S_IMODE((ws / "ro").stat().st_mode) == 0o555
+    (ws / "ro").chmod(0o755)  # so that tmp_path can be removed
 
 
 # -- 15: a standing revert moves --------------------------------------------------------

@@ -21,24 +21,11 @@ import pytest
 
 import takeback
 
+from .conftest import state, write
+
 # -- helpers ---------------------------------------------------------------------------
 
 
-def state(root: Path) -> dict[str, tuple[str, bytes, int]]:
-    """Every entry under ``root`` as (kind, bytes or link target, permission bits)."""
-    out: dict[str, tuple[str, bytes, int]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, root)
-            st = os.lstat(full)
-            if stat.S_ISLNK(st.st_mode):
-                out[rel] = ("l", os.fsencode(os.readlink(full)), 0)
-            elif stat.S_ISDIR(st.st_mode):
-                out[rel] = ("d", b"", stat.S_IMODE(st.st_mode))
-            else:
-                out[rel] = ("f", Path(full).read_bytes(), stat.S_IMODE(st.st_mode))
-    return out
 
 
 def fingerprint(root: Path) -> dict[str, tuple[int, int, int, int]]:
@@ -66,12 +53,6 @@ def ws(ws_dir: Path, store_dir: Path) -> Iterator[takeback.Workspace]:
     w.close()
 
 
-def write(root: Path, rel: str, data: bytes | str, mode: int | None = None) -> None:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_bytes(data.encode() if isinstance(data, str) else data)
-    if mode is not None:
-        p.chmod(mode)
 
 
 def tool_write(turn: takeback.Turn, root: Path, rel: str, data: bytes | str,

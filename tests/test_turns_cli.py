@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import CLI, SRC
+from .conftest import CLI, SRC, write
 
 PY = sys.executable
 
@@ -48,12 +48,6 @@ def fingerprint(root: Path) -> dict[str, tuple[int, int, int]]:
     return out
 
 
-def write(root: Path, rel: str, data: bytes | str, mode: int | None = None) -> None:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_bytes(data.encode() if isinstance(data, str) else data)
-    if mode is not None:
-        p.chmod(mode)
 
 
 def as_json(proc: Any) -> dict[str, Any]:

@@ -10,48 +10,24 @@ by ``setpriv``, since root reads a ``chmod 000`` file), so the kernel refuses fo
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .conftest import SRC
+from .conftest import SRC, without_file_powers
 
 LIMIT = 60
-
-
-@functools.cache
-def _unprivileged_prefix() -> tuple[str, ...] | None:
-    """The command prefix under which ``chmod 000`` is refused; None when none exists."""
-    if os.geteuid() != 0:
-        return ()
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        return None
-    prefix = (setpriv, "--bounding-set=-dac_override,-dac_read_search")
-    with tempfile.TemporaryDirectory() as d:
-        closed = Path(d) / "closed"
-        closed.write_text("x")
-        closed.chmod(0)
-        probe = subprocess.run([*prefix, sys.executable, "-c", f"open({str(closed)!r})"],
-                               capture_output=True)
-    return prefix if b"PermissionError" in probe.stderr else None
 
 
 def run(args: list[str], ws: Path, store: Path, *, stdin: bytes = b"",
         check: int | None = 0) -> subprocess.CompletedProcess[str]:
     """Run the real command as a user who cannot read what ``chmod 000`` closes."""
-    prefix = _unprivileged_prefix()
-    if prefix is None:
-        pytest.skip("cannot run a process that file permissions apply to: running as root "
-                    "without setpriv, or unable to drop CAP_DAC_OVERRIDE")
+    prefix = without_file_powers()
     env = dict(os.environ, TAKEBACK_STORE=str(store), PYTHONPATH=SRC)
     proc = subprocess.run([*prefix, sys.executable, "-m", "takeback", *args], cwd=ws, env=env,
                           input=stdin.decode(), capture_output=True, text=True, timeout=LIMIT)

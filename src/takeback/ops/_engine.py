@@ -494,11 +494,10 @@ def _open_parents(root: SafeRoot, todo: Sequence[Move]) -> dict[str, int]:
     """Open the existing folders that will receive writes but shut us out; return their modes.
 
     A folder that is read-only now and at the target still needs its files put back; the
-    owner may do so (as ``chmod u+w``, write, ``chmod u-w``), so the engine does too. Root
-    is never shut out, and a folder of another owner cannot be opened (its writes fail).
+    owner may do so (as ``chmod u+w``, write, ``chmod u-w``), so the engine does too (root
+    as well: without the capability to override permissions it is shut out like anyone).
+    A folder of another owner cannot be opened (its writes fail).
     """
-    if os.geteuid() == 0:
-        return {}
     folders: set[str] = set()
     for m in todo:
         parts = m.path.split("/")[:-1]
