@@ -240,7 +240,8 @@ def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path
     doc = as_json(tb("undo", "--json"))
     assert doc == {"schema": 1, "op": "undo", "nothing": False, "turns": [1],
                    "pre": doc["pre"], "restored": ["a.txt", "b.txt"], "not_restored": [],
-                   "conflicts": [], "left": {}}
+                   "conflicts": [], "left": {}, "ref": None,
+                   "actions": {"a.txt": "M", "b.txt": "A"}}
     doc = as_json(tb("redo", "--json"))
     assert doc["op"] == "redo" and doc["restored"] == ["a.txt", "b.txt"]
     assert as_json(tb("redo", "--json"))["nothing"] is True

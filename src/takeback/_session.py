@@ -161,8 +161,8 @@ class Session:
             for n, label, before, _after, state in meta.turn_rows(self.name)
         ]
 
-    def changes(self, turn: int | None = None) -> list[Change]:
-        """Return the change list of a turn (default: the last ended one).
+    def ended_turn(self, turn: int | None = None) -> TurnInfo:
+        """Return an ended turn with its change list (default: the last one ended).
 
         Raises:
             UsageError: there is no such turn.
@@ -171,11 +171,19 @@ class Session:
         if turn is None:
             if not turns:
                 raise UsageError(f"session {self.name!r} has no ended turn")
-            return list(turns[-1].changes)
+            return turns[-1]
         for t in turns:
             if t.n == turn:
-                return list(t.changes)
+                return t
         raise UsageError(f"no ended turn {turn} in session {self.name!r}")
+
+    def changes(self, turn: int | None = None) -> list[Change]:
+        """Return the change list of a turn (default: the last ended one).
+
+        Raises:
+            UsageError: there is no such turn.
+        """
+        return list(self.ended_turn(turn).changes)
 
     # -- taking back ---------------------------------------------------------------------
 

@@ -41,6 +41,21 @@ class RewindResult:
     #: paths left as they are, and why (out of scope and in the way, never kept, ...)
     left: dict[str, str] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable machine form (``rewind --json``, MCP ``rewind``).
+
+        A dry run's ``not_restored`` and ``left`` are what the plan foresees.
+        """
+        plan = self.plan
+        return {
+            "target": self.target.id, "dry_run": self.dry_run, "note": self.note,
+            "plan": [i.to_json() for i in plan.items], "counts": plan.counts(),
+            "pre_rewind": self.pre, "restored": self.restored,
+            "not_restored": list(plan.not_restorable) if self.dry_run
+            else list(self.not_restored),
+            "kept_dirs": self.kept_dirs, "left": plan.left if self.dry_run else self.left,
+        }
+
 
 def default_data_dir() -> str:
     """Return the user's data folder for takeback (where default stores live)."""

@@ -26,10 +26,7 @@ def report(ctx: Ctx, result: TurnOpResult) -> int:
         The exit code (0: a refusal is an exception, turned into its code by ``main``).
     """
     if ctx.json:
-        ctx.emit_json({"op": result.kind, "nothing": result.nothing, "turns": result.turns,
-                       "pre": result.pre, "restored": result.restored,
-                       "not_restored": result.not_restored, "conflicts": result.conflicts,
-                       "left": result.left})
+        ctx.emit_json(result.to_json())
         return 0
     if result.nothing:
         ctx.out(_NOTHING[result.kind])

@@ -21,18 +21,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(ctx: Ctx) -> int:
     """Print the summary line (``3 files changed +24 -7``) and a line per file."""
-    session = ctx.workspace().session(ctx.session)
-    changes = session.changes(ctx.args.turn)
-    # session.changes found the turn (or raised), so it is among the ended ones.
-    ended = [t for t in session.turns() if t.state != "open"]
-    turn = ended[-1] if ctx.args.turn is None else next(t for t in ended
-                                                        if t.n == ctx.args.turn)
+    turn = ctx.workspace().session(ctx.session).ended_turn(ctx.args.turn)
+    changes = turn.changes
     added = sum(c.added for c in changes)
     removed = sum(c.removed for c in changes)
     if ctx.json:
-        ctx.emit_json({"session": session.name, "turn": turn.n, "state": turn.state,
-                       "files": len(changes), "added": added, "removed": removed,
-                       "changes": [c.to_json() for c in changes]})
+        ctx.emit_json(turn.to_json())
         return 0
     n = len(changes)
     ctx.out(f"{n} file{'s' if n != 1 else ''} changed +{added} -{removed}")

@@ -36,11 +36,7 @@ def run(ctx: Ctx) -> int:
                                   paths=ctx.rel_paths(paths), session=ctx.session,
                                   patch=want_patch or ctx.json, binary=ctx.args.binary)
     if ctx.json:
-        ctx.emit_json({
-            "files": [{"path": f.path, "status": f.status, "added": f.added,
-                       "removed": f.removed} for f in result.files],
-            "patch": result.patch.decode("utf-8", "replace"),
-        })
+        ctx.emit_json(result.to_json())
         return 0
     # Names are quoted as git quotes them, so that one file is one line of ASCII however
     # odd its name (a newline, a TAB, bytes that are not UTF-8).

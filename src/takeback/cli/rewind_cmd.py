@@ -39,15 +39,7 @@ def run(ctx: Ctx) -> int:
     plan = result.plan
     counts = plan.counts()
     if ctx.json:
-        ctx.emit_json({
-            "target": result.target.id, "dry_run": result.dry_run, "note": result.note,
-            "plan": [{"action": i.action, "path": _path(i)} for i in plan.items],
-            "counts": counts, "pre_rewind": result.pre, "restored": result.restored,
-            "not_restored": list(result.not_restored) if not result.dry_run
-            else list(plan.not_restorable),
-            "kept_dirs": result.kept_dirs,
-            "left": plan.left if result.dry_run else result.left,
-        })
+        ctx.emit_json(result.to_json())
         return 0
     if result.note:
         ctx.out(f"note: {result.note}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ..model import unreadable_json
 from ._render import quote_path, sid, spinner
 
 if TYPE_CHECKING:
@@ -25,11 +24,7 @@ def run(ctx: Ctx) -> int:
     with spinner("Taking a snapshot…", not ctx.json) as on_progress:
         info = ws.snapshot(ctx.args.message, session=ctx.session, on_progress=on_progress)
     if ctx.json:
-        ctx.emit_json({"id": info.id, "files": info.files, "skipped": list(info.skipped),
-                       "skipped_count": info.skipped_count, "duration_ms": info.duration_ms,
-                       "session": info.session,
-                       "unreadable": unreadable_json(info.unreadable),
-                       "unreadable_count": info.unreadable_count})
+        ctx.emit_json(info.to_json())
         return 0
     ctx.out(sid(info.id))
     if info.skipped_count:

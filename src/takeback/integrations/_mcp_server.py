@@ -27,7 +27,7 @@ from .. import __version__
 from ..errors import TakebackError
 
 if TYPE_CHECKING:
-    from .. import PlanItem, Session, Workspace
+    from .. import Session, Workspace
 
 P = ParamSpec("P")
 
@@ -134,10 +134,8 @@ class _Tools:
             if step.before is None:
                 raise TakebackError("snapshot failed: " + ("; ".join(failed) or "unknown"))
             snap = step.before
-            return {"session": s.name, "step": step.n, "turn": step.turn, "id": snap.id,
-                    "label": text, "files": snap.files, "skipped_count": snap.skipped_count,
-                    "unreadable_count": snap.unreadable_count,
-                    "duration_ms": snap.duration_ms, "ref": str(step.n)}
+            return {**snap.to_json(), "session": s.name, "step": step.n, "turn": step.turn,
+                    "label": text, "ref": str(step.n)}
 
     def history(self, session: str | None, limit: int) -> dict[str, Any]:
         limit = max(1, limit)
@@ -166,13 +164,7 @@ class _Tools:
 
     def changes(self, turn: int | None, session: str | None) -> dict[str, Any]:
         with self.workspace() as ws:
-            s = self.session(ws, session)
-            changes = s.changes(turn)
-            n = turn if turn is not None else [t for t in s.turns() if t.state != "open"][-1].n
-            return {"session": s.name, "turn": n, "files": len(changes),
-                    "added": sum(c.added for c in changes),
-                    "removed": sum(c.removed for c in changes),
-                    "changes": [c.to_json() for c in changes]}
+            return self.session(ws, session).ended_turn(turn).to_json()
 
     def diff(self, from_ref: str | None, to_ref: str | None, paths: list[str] | None,
              stat_only: bool, session: str | None) -> dict[str, Any]:
@@ -180,12 +172,8 @@ class _Tools:
             s = self.session(ws, session)
             result = ws.diff(from_ref, to_ref, paths=self.rel_paths(ws, paths), session=s.name,
                              patch=not stat_only)
-            patch = result.patch.decode("utf-8", "replace")
-            truncated = len(patch) > MAX_PATCH_CHARS
-            return {"session": s.name, "from": from_ref or "latest", "to": to_ref or "now",
-                    "files": [{"path": f.path, "status": f.status, "added": f.added,
-                               "removed": f.removed} for f in result.files],
-                    "patch": patch[:MAX_PATCH_CHARS], "truncated": truncated}
+            return {**result.to_json(max_patch_chars=MAX_PATCH_CHARS), "session": s.name,
+                    "from": from_ref or "latest", "to": to_ref or "now"}
 
     def undo_file(self, path: str, session: str | None, force: bool = False) -> dict[str, Any]:
         with self.workspace() as ws:
@@ -197,9 +185,7 @@ class _Tools:
                     "D": "recreated", None: "already as it was"}[action]
             if action is None and rel in result.left:
                 what = f"left as it is ({result.left[rel]})"
-            return {"session": s.name, "path": rel, "ref": result.ref, "action": action,
-                    "restored": result.restored, "not_restored": result.not_restored,
-                    "left": result.left, "conflicts": result.conflicts,
+            return {**result.to_json(), "session": s.name, "path": rel, "action": action,
                     "pre_rewind": result.pre,
                     "message": f"{rel}: {what}, as before {result.ref} "
                                f"(undo this with rewind ref={(result.pre or '')[:12]})"}
@@ -219,9 +205,7 @@ class _Tools:
                 word = "turn" if len(result.turns) == 1 else "turns"
                 message = (f"{done} {word} {', '.join(map(str, result.turns))}. "
                            f"Files restored: {len(result.restored)}.")
-            return {"session": s.name, "op": result.kind, "nothing": result.nothing,
-                    "turns": result.turns, "pre": result.pre, "restored": result.restored,
-                    "not_restored": result.not_restored, "message": message}
+            return {**result.to_json(), "session": s.name, "message": message}
 
     def rewind(self, ref: str, paths: list[str] | None, dry_run: bool,
                session: str | None) -> dict[str, Any]:
@@ -229,23 +213,7 @@ class _Tools:
             s = self.session(ws, session)
             result = ws.rewind(ref, paths=self.rel_paths(ws, paths), dry_run=dry_run,
                                session=s.name)
-            plan = result.plan
-            return {
-                "session": s.name, "target": result.target.id, "dry_run": result.dry_run,
-                "note": result.note,
-                "plan": [{"action": i.action, "path": _shown(i)} for i in plan.items],
-                "counts": plan.counts(), "pre_rewind": result.pre,
-                "restored": result.restored,
-                "not_restored": list(plan.not_restorable) if dry_run
-                else list(result.not_restored),
-                "kept_dirs": result.kept_dirs,
-            }
-
-
-def _shown(item: PlanItem) -> str:
-    """A plan item's path as the command line shows it (folders end in ``/``)."""
-    e = item.target if item.target is not None else item.current
-    return item.path + ("/" if e is not None and e.kind == "d" else "")
+            return {**result.to_json(), "session": s.name}
 
 
 def build_server(config: ServerConfig) -> MCPServer:

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from ._plan import Plan, PlanItem
-from ._records import Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo, unreadable_json
+from ._plan import Plan, PlanAction, PlanItem
+from ._records import (
+    Change,
+    ChangeKind,
+    ChangeStatus,
+    SessionInfo,
+    SnapshotInfo,
+    StepInfo,
+    TurnInfo,
+    TurnState,
+    unreadable_json,
+)
 from ._tree import (
     DIR,
     FILE,
@@ -25,14 +35,18 @@ __all__ = [
     "LARGE",
     "LINK",
     "Change",
+    "ChangeKind",
+    "ChangeStatus",
     "Entry",
     "Plan",
+    "PlanAction",
     "PlanItem",
     "SessionInfo",
     "SnapshotInfo",
     "StepInfo",
     "Tree",
     "TurnInfo",
+    "TurnState",
     "UNREADABLE",
     "decode_state",
     "decode_tree",

@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from ._tree import Entry
+from ._tree import DIR, Entry
+
+#: What a restore does to a path: ``M`` restored in place, ``A`` (added later) removed,
+#: ``D`` (deleted later) made again.
+PlanAction = Literal["M", "A", "D"]
 
 
 @dataclass(frozen=True, slots=True)
 class PlanItem:
     """One path of a plan: ``M`` restored in place, ``A`` will be removed, ``D`` recreated."""
 
-    action: str
+    action: PlanAction
     path: str
     current: Entry | None
     target: Entry | None
+
+    def shown(self) -> str:
+        """The path as plans show it: a folder's ends in ``/``."""
+        e = self.target if self.target is not None else self.current
+        return self.path + ("/" if e is not None and e.kind == DIR else "")
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable machine form: ``action`` and ``path`` (folders end in ``/``)."""
+        return {"action": self.action, "path": self.shown()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+#: What happened to a path (the API, events, ``--json`` and the docs use these words).
+ChangeStatus = Literal["created", "modified", "deleted"]
+#: What a path is, in a change list.
+ChangeKind = Literal["file", "symlink", "folder"]
+#: Where a turn stands.
+TurnState = Literal["open", "done", "undone", "reverted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +48,7 @@ class SnapshotInfo:
             "skipped_count": self.skipped_count,
             "unreadable": unreadable_json(self.unreadable),
             "unreadable_count": self.unreadable_count,
+            "duration_ms": self.duration_ms,
         }
 
 
@@ -84,12 +92,12 @@ class Change:
     """
 
     path: str
-    status: str
+    status: ChangeStatus
     added: int
     removed: int
     sha256: str | None
     undoable: bool
-    kind: str = "file"
+    kind: ChangeKind = "file"
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``)."""
@@ -112,5 +120,19 @@ class TurnInfo:
     n: int
     label: str
     before: str | None
-    state: str
+    state: TurnState
     changes: tuple[Change, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable machine form (``changes --json``, MCP ``changes``)."""
+        return {
+            "session": self.session,
+            "turn": self.n,
+            "label": self.label,
+            "state": self.state,
+            "before": self.before,
+            "files": len(self.changes),
+            "added": sum(c.added for c in self.changes),
+            "removed": sum(c.removed for c in self.changes),
+            "changes": [c.to_json() for c in self.changes],
+        }

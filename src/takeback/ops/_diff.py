@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..model import DIR, Entry
 from ..store import Store
@@ -22,6 +23,11 @@ class FileDiff:
     old: Entry | None
     new: Entry | None
 
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable machine form: ``path``, ``status``, ``added``, ``removed``."""
+        return {"path": self.path, "status": self.status, "added": self.added,
+                "removed": self.removed}
+
 
 @dataclass(frozen=True, slots=True)
 class DiffResult:
@@ -31,6 +37,18 @@ class DiffResult:
     to_tree: str
     files: tuple[FileDiff, ...]
     patch: bytes
+
+    def to_json(self, *, max_patch_chars: int | None = None) -> dict[str, Any]:
+        """Return the stable machine form.
+
+        Args:
+            max_patch_chars: cut the patch (decoded as UTF-8, undecodable bytes replaced)
+                at this many characters; ``truncated`` says whether it was.
+        """
+        patch = self.patch.decode("utf-8", "replace")
+        cut = max_patch_chars is not None and len(patch) > max_patch_chars
+        return {"files": [f.to_json() for f in self.files],
+                "patch": patch[:max_patch_chars] if cut else patch, "truncated": cut}
 
 
 def read_entry(store: Store, e: Entry) -> bytes:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._fs import check_relpath
 from ..errors import UsageError
-from ..model import Entry, decode_state, encode_state
+from ..model import Entry, PlanAction, decode_state, encode_state
 from ..store import Store
 from . import _engine as engine
 from ._rewind import target_scope
@@ -77,8 +77,15 @@ class TurnOpResult:
     conflicts: list[str] = field(default_factory=list)
     nothing: bool = False
     left: dict[str, str] = field(default_factory=dict)
-    actions: dict[str, str] = field(default_factory=dict)
+    actions: dict[str, PlanAction] = field(default_factory=dict)
     ref: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable machine form (``--json``, and the MCP tools that take back)."""
+        return {"op": self.kind, "nothing": self.nothing, "turns": self.turns, "pre": self.pre,
+                "restored": self.restored, "not_restored": self.not_restored,
+                "conflicts": self.conflicts, "left": self.left, "actions": self.actions,
+                "ref": self.ref}
 
 
 #: (path, state the record says is there now, state to write)
@@ -172,8 +179,9 @@ def _run(store: Store, opts: Options, session: str, kind: str, turns: list[int],
         if not done.failed:
             on_done(store.meta)
     engine.raise_if_failed(done, kind, pre.id)
-    actions = {m.path: "A" if m.write is None else "D" if m.now is None else "M"
-               for m in checked.todo if m.path in wrote}
+    actions: dict[str, PlanAction] = {
+        m.path: "A" if m.write is None else "D" if m.now is None else "M"
+        for m in checked.todo if m.path in wrote}
     return TurnOpResult(kind, turns, pre.id, done.restored, done.not_restored,
                         done.conflicts if force else [], left=done.left, actions=actions)
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ..model import Change, SessionInfo, SnapshotInfo, StepInfo
+from ..model import Change, ChangeKind, SessionInfo, SnapshotInfo, StepInfo
 from ._sqlite import Tx, columns, damaged, db_path, tables
 
 SCHEMA_VERSION = 1
@@ -144,11 +144,11 @@ def _snap(row: tuple[Any, ...]) -> SnapshotInfo:
     )
 
 
-def _change_kind(status: str, before: str | None, after: str | None) -> str:
+def _change_kind(status: str, before: str | None, after: str | None) -> ChangeKind:
     """What a change is of, from its states as stored (``d …`` a folder, ``l …`` a link)."""
     state = before if status == "deleted" else after
     kind = (state or "f").split(" ", 1)[0]
-    return {"d": "folder", "l": "symlink"}.get(kind, "file")
+    return "folder" if kind == "d" else "symlink" if kind == "l" else "file"
 
 
 class MetaStore:
