@@ -179,6 +179,13 @@ def test_undo_file_undo_turn_redo(tb: CLI, ws_dir: Path, store_dir: Path) -> Non
         assert (ws_dir / "app.py").read_text() == "v2\n"
         r = ok(await call("redo"))
         assert r["turns"] == [2] and (ws_dir / "app.py").read_text() == "v3\n"
+        # Redo walks on through the one-file undos: app.py's was taken back by the rewind
+        # already (nothing to write); new/deep/made.txt's brings the file back.
+        r = ok(await call("redo"))
+        assert r["message"] == "Redid. Files restored: 0." and r["restored"] == []
+        r = ok(await call("redo"))
+        assert r["restored"] == ["new/deep/made.txt"]
+        assert (ws_dir / "new/deep/made.txt").read_text() == "made\n"
         assert ok(await call("redo"))["message"] == "Nothing to redo."
         (ws_dir / "app.py").write_text("edited by a person\n")
         bad = await call("undo_turn", turn=2)

@@ -258,7 +258,7 @@ def test_undo_one_file_from_a_subfolder(tb: CLI, ws_dir: Path) -> None:
     tb("turn", "end")
     # --file is taken from the current folder, like any path on the command line.
     proc = tb("undo", "--root", str(ws_dir), "--file", "x.txt", cwd=ws_dir / "sub")
-    assert proc.stdout.splitlines()[0] == "Undid turn 1. Files restored: 1."
+    assert proc.stdout.splitlines()[0] == "Put back as before turn:1. Files restored: 1."
     assert (ws_dir / "sub/x.txt").read_text() == "x0\n"
     assert (ws_dir / "y.txt").read_text() == "y1\n"
     tb("undo", "--file", "nope.txt", check=2)

@@ -10,9 +10,6 @@ if TYPE_CHECKING:
     from ..ops import TurnOpResult
     from ._app import Ctx
 
-_DONE = {"undo": "Undid", "redo": "Redid", "revert": "Reverted", "unrevert": "Unreverted"}
-_NOTHING = {"undo": "Nothing to undo.", "redo": "Nothing to redo.",
-            "revert": "Nothing to revert.", "unrevert": "Nothing to unrevert."}
 
 
 def report(ctx: Ctx, result: TurnOpResult) -> int:
@@ -28,12 +25,9 @@ def report(ctx: Ctx, result: TurnOpResult) -> int:
     if ctx.json:
         ctx.emit_json(result.to_json())
         return 0
+    ctx.out(result.summary())
     if result.nothing:
-        ctx.out(_NOTHING[result.kind])
         return 0
-    turns = ", ".join(str(t) for t in result.turns)
-    word = "turn" if len(result.turns) == 1 else "turns"
-    ctx.out(f"{_DONE[result.kind]} {word} {turns}. Files restored: {len(result.restored)}.")
     forced = set(result.conflicts)
     for p in result.restored:
         name = quote_path(p)

@@ -25,5 +25,10 @@ def run(ctx: Ctx) -> int:
     """Undo and report."""
     ws = ctx.workspace()
     file = ws.rel(ctx.args.file, base=ctx.cwd, follow=False) if ctx.args.file else None
-    result = ws.session(ctx.session).undo(turn=ctx.args.turn, file=file, force=ctx.args.force)
+    session = ws.session(ctx.session)
+    if file is not None and ctx.args.turn is None:
+        # One file, back to before the session first changed it (the library's one-file
+        # undo, the same as MCP undo_file); with --turn, that turn's change of it.
+        return report(ctx, session.undo_file(file, force=ctx.args.force))
+    result = session.undo(turn=ctx.args.turn, file=file, force=ctx.args.force)
     return report(ctx, result)

@@ -198,14 +198,7 @@ class _Tools:
             # is the last turn that ended, so the open one is left alone.
             result = (s.undo(turn=turn, force=force, end_open=False) if kind == "undo"
                       else s.redo(force=force))
-            done = {"undo": "Undid", "redo": "Redid"}[kind]
-            if result.nothing:
-                message = f"Nothing to {kind}."
-            else:
-                word = "turn" if len(result.turns) == 1 else "turns"
-                message = (f"{done} {word} {', '.join(map(str, result.turns))}. "
-                           f"Files restored: {len(result.restored)}.")
-            return {**result.to_json(), "session": s.name, "message": message}
+            return {**result.to_json(), "session": s.name, "message": result.summary()}
 
     def rewind(self, ref: str, paths: list[str] | None, dry_run: bool,
                session: str | None) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from ..errors import UsageError
 from ..model import Entry, PlanAction, decode_state, encode_state
 from ..store import Store
 from . import _engine as engine
+from ._engine import same
 from ._rewind import target_scope
 from ._snapshot import Options, take
 from ._treediff import diff_trees, lookup
@@ -80,6 +81,19 @@ class TurnOpResult:
     actions: dict[str, PlanAction] = field(default_factory=dict)
     ref: str | None = None
 
+    def summary(self) -> str:
+        """One line for people: ``Undid turn 3. Files restored: 3.``, or ``Nothing to undo.``."""
+        if self.nothing:
+            return f"Nothing to {self.kind}."
+        count = f"Files restored: {len(self.restored)}."
+        if self.kind == "undo-file":
+            return f"Put back as before {self.ref}. {count}"
+        done = _DONE.get(self.kind, self.kind.capitalize())
+        if not self.turns:
+            return f"{done}. {count}"
+        word = "turn" if len(self.turns) == 1 else "turns"
+        return f"{done} {word} {', '.join(map(str, self.turns))}. {count}"
+
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``, and the MCP tools that take back)."""
         return {"op": self.kind, "nothing": self.nothing, "turns": self.turns, "pre": self.pre,
@@ -87,6 +101,8 @@ class TurnOpResult:
                 "conflicts": self.conflicts, "left": self.left, "actions": self.actions,
                 "ref": self.ref}
 
+
+_DONE = {"undo": "Undid", "redo": "Redid", "revert": "Reverted", "unrevert": "Unreverted"}
 
 #: (path, state the record says is there now, state to write)
 _Pair = tuple[str, Entry | None, Entry | None]
@@ -116,7 +132,8 @@ def _tree_of(store: Store, snapshot_id: str | None) -> str | None:
 
 
 def _run(store: Store, opts: Options, session: str, kind: str, turns: list[int],
-         pairs: list[_Pair], *, force: bool, describe: Callable[[str], str],
+         pairs: list[_Pair] | Callable[[str], list[_Pair]], *, force: bool,
+         describe: Callable[[str], str],
          target_tree: str | None, prune: bool, data: dict[str, Any],
          on_done: Callable[[MetaStore], None], record_as: str | None = None,
          record_state: str = "active") -> TurnOpResult:
@@ -128,7 +145,8 @@ def _run(store: Store, opts: Options, session: str, kind: str, turns: list[int],
         session: the session's name.
         kind: what it is called in the journal and the result.
         turns: the turns it concerns, for the record.
-        pairs: (path, state expected now, state to write) for each path.
+        pairs: (path, state expected now, state to write) for each path, or what makes
+            them from the pre-operation snapshot's tree.
         force: write over paths that are not in the state expected.
         describe: the line that names a conflict on a path.
         target_tree: the state the operation goes back to, where there is one: its
@@ -148,6 +166,8 @@ def _run(store: Store, opts: Options, session: str, kind: str, turns: list[int],
     previous = store.read_journal()
     pre = take(store, opts, kind=f"pre-{kind}", session=session,
                message=f"before {kind} of turn(s) {', '.join(map(str, turns))}")
+    if callable(pairs):
+        pairs = pairs(pre.tree)
     moves = engine.moves_from(store, pre.tree, pairs)
     scope = target_scope(store, opts, target_tree) if target_tree else None
     checked = engine.check(store, moves, force=force, target_scope=scope)
@@ -253,10 +273,13 @@ def redo(store: Store, opts: Options, session: str, *, force: bool = False) -> T
         ConflictError: a file changed since the undo (and ``force`` is false).
     """
     with store.lock(exclusive=True):
-        ops = store.meta.ops(session, kind="undo", state="active")
+        ops = [op for op in store.meta.ops(session, state="active")
+               if op[1] in ("undo", "undo-file")]
         if not ops:
             return TurnOpResult("redo", [], None, nothing=True)
-        op_id, _kind, turns, pre, data, _state = ops[0]
+        op_id, kind, turns, pre, data, _state = ops[0]
+        if kind == "undo-file":
+            return _redo_file(store, opts, session, op_id, pre, data, force=force)
         n = turns[0]
         file = data.get("file")
         # Only what that undo took back: files an earlier `undo --file` restored, or that
@@ -275,6 +298,23 @@ def redo(store: Store, opts: Options, session: str, *, force: bool = False) -> T
                     describe=lambda p: f"{p} changed after the undo of turn {n}",
                     target_tree=_tree_of(store, pre), prune=False,
                     data={"undo_op": op_id, "file": file}, on_done=on_done)
+
+
+def _redo_file(store: Store, opts: Options, session: str, op_id: int, pre: str | None,
+               data: dict[str, Any], *, force: bool) -> TurnOpResult:
+    """Bring back what a one-file undo took back: the file as it was when the undo began."""
+    pre_tree = _tree_of(store, pre)
+    wrote = data.get("wrote") if isinstance(data.get("wrote"), dict) else {}
+    assert isinstance(wrote, dict)
+    if pre_tree is None:
+        raise UsageError(f"the snapshot taken before the undo ({pre}) is missing")
+    pairs: list[_Pair] = [(p, decode_state(w), lookup(store.objects.get_tree, pre_tree, p))
+                          for p, w in sorted(wrote.items())]
+    return _run(store, opts, session, "redo", [], pairs, force=force,
+                describe=lambda p: f"{p} changed after its undo",
+                target_tree=pre_tree, prune=False,
+                data={"undo_op": op_id, "file": data.get("file")},
+                on_done=lambda meta: meta.set_op_state(op_id, "redone"))
 
 
 def revert(store: Store, opts: Options, session: str, *, to_turn: int,
@@ -458,7 +498,31 @@ def _first_change(store: Store, session: str, path: str
             tree = _tree_of(store, st.before)
             assert tree is not None
             return st.before, st.before, lookup(store.objects.get_tree, tree, path)
+    info = store.meta.session(session)
+    if not _turns(store, session) and info is not None:
+        # No change list says when (an agent that takes checkpoints and edits with tools
+        # of its own): the snapshots do. The file first differs after the baseline, so
+        # the state before is the baseline's.
+        tree = _tree_of(store, info.baseline)
+        if tree is not None:
+            return info.baseline, info.baseline, lookup(store.objects.get_tree, tree, path)
     raise UsageError(f"session {session!r} did not change {path}")
+
+
+def _last_recorded(store: Store, session: str, path: str, before: Entry | None
+                   ) -> tuple[str | None, Entry | None]:
+    """What the session's snapshots last saw at ``path``, when they saw it changed.
+
+    For a session without turns: a checkpoint taken after the agent's edit holds the
+    edit, and a change since is someone else's. While no snapshot of the session has
+    seen the path differ from ``before``, nothing says who changed it: (None, None).
+    """
+    for snap in store.meta.snapshots(session):
+        if snap.kind.startswith("pre-"):
+            continue  # taken by a take-back: it holds whatever was there, not a record
+        now = lookup(store.objects.get_tree, snap.tree, path)
+        return (f"the snapshot {snap.id[:10]}", now) if not same(now, before) else (None, None)
+    return None, None
 
 
 def undo_file(store: Store, opts: Options, session: str, path: str, *,
@@ -479,9 +543,17 @@ def undo_file(store: Store, opts: Options, session: str, path: str, *,
     with store.lock(exclusive=True):
         ref, snap, before = _first_change(store, session, path)
         source, now = recorded_state(store, session, path)
-        result = _run(store, opts, session, "undo-file", [], [(path, now, before)], force=force,
+        if source is None:
+            source, now = _last_recorded(store, session, path, before)
+        pairs: list[_Pair] | Callable[[str], list[_Pair]] = [(path, now, before)]
+        if source is None:
+            # Nobody recorded who changed it: whatever is there is expected (the snapshot
+            # taken before keeps it).
+            get_tree = store.objects.get_tree
+            pairs = lambda pre_tree: [(path, lookup(get_tree, pre_tree, path), before)]  # noqa: E731
+        result = _run(store, opts, session, "undo-file", [], pairs, force=force,
                       describe=lambda p: f"{p} changed after {source}",
                       target_tree=_tree_of(store, snap), prune=True, data={"file": path},
-                      on_done=lambda meta: None, record_state="final")
+                      on_done=lambda meta: None)
         result.ref = ref
         return result
