@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from takeback._fs import allow_deep_trees
 
@@ -21,6 +22,16 @@ SRC = str(Path(__file__).resolve().parent.parent / "src")
 # takeback raises the recursion limit on its first walk (deep folders); hypothesis warns
 # when a test changes it mid-run, so it is raised once here, before any test.
 allow_deep_trees()
+
+# CI runs the property tests derandomized and without the example database: a given
+# commit passes or fails the same way every time, and a failure is reproduced by running
+# the same command again (``.ci/run`` sets CI; ``--hypothesis-profile=ci`` also works).
+# Registered over the default profile, so it is the same whichever hypothesis release
+# (recent ones bring a "ci" profile of their own, and load it when CI is set).
+settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True,
+                          database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(autouse=True)

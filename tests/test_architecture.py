@@ -79,6 +79,149 @@ def test_the_library_below_the_cli_never_touches_process_state() -> None:
     assert bad == []
 
 
+# What belongs to the process, not the library (STYLE.md 2 and 3): its environment, its
+# current folder, argv, exit, and its standard streams. Only cli/ and integrations/ (and
+# __main__) may touch them; the library takes root, store and options as arguments and
+# returns data.
+PROCESS_STATE = {
+    "os": {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv", "getcwd",
+           "getcwdb", "chdir"},
+    "sys": {"argv", "exit", "stdin", "stdout", "stderr", "__stdin__", "__stdout__",
+            "__stderr__"},
+}
+PROCESS_BUILTINS = {"print", "input"}
+
+
+def process_state_used(path: Path) -> list[str]:
+    """Return each use of the process's state in a module: ``os.environ``, ``print(``..."""
+    tree = ast.parse(path.read_text())
+    # The names ``import os`` and ``import sys as s`` bind, wherever they are imported.
+    modules = {alias.asname or alias.name: alias.name
+               for node in ast.walk(tree) if isinstance(node, ast.Import)
+               for alias in node.names if alias.name in PROCESS_STATE}
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in modules
+                and node.attr in PROCESS_STATE[modules[node.value.id]]):
+            found.append(f"{modules[node.value.id]}.{node.attr} (line {node.lineno})")
+        elif isinstance(node, ast.ImportFrom) and node.module in PROCESS_STATE and not node.level:
+            found += [f"from {node.module} import {alias.name} (line {node.lineno})"
+                      for alias in node.names if alias.name in PROCESS_STATE[node.module]]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in PROCESS_BUILTINS):
+            found.append(f"{node.func.id}() (line {node.lineno})")
+    return found
+
+
+def test_process_state_finder_sees_each_way_in(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import os\nimport sys as s\nfrom os import getenv\n"
+                      "os.environ.get('X')\ns.stdout.write('x')\nprint('x')\n"
+                      "os.path.join('a')\ns.getrecursionlimit()\n")
+    assert sorted(process_state_used(sample)) == [
+        "from os import getenv (line 3)", "os.environ (line 4)", "print() (line 6)",
+        "sys.stdout (line 5)"]
+
+
+def test_nothing_below_the_edges_reads_the_environment_or_writes_output() -> None:
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG)
+        if rel.parts[0] in ("cli", "integrations") or rel.name == "__main__.py":
+            continue
+        bad += [f"{rel}: {use}" for use in process_state_used(path)]
+    assert bad == []
+
+
+def module_name(path: Path) -> str:
+    """Return a module's dotted name below ``takeback`` (``cli._app``, ``cli``)."""
+    parts = list(path.relative_to(PKG).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def is_module(name: str) -> bool:
+    """Return whether a dotted name below ``takeback`` is a module or package of it."""
+    where = PKG.joinpath(*name.split(".")) if name else PKG
+    return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
+
+
+def imported_names(path: Path) -> list[tuple[str, str]]:
+    """Return (module below ``takeback``, name) for each name a module imports from takeback.
+
+    ``""`` is the package root; a submodule imported by name (``from . import _app``)
+    is given as the module itself, with the name ``*``.
+    """
+    me = module_name(path)
+    package = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
+    if me == "":
+        package = []
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(alias.name.removeprefix("takeback").lstrip("."), "*")
+                      for alias in node.names
+                      if alias.name == "takeback" or alias.name.startswith("takeback.")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            elif node.module and (node.module == "takeback"
+                                  or node.module.startswith("takeback.")):
+                module = node.module.removeprefix("takeback").lstrip(".")
+            else:
+                continue
+            for alias in node.names:
+                sub = f"{module}.{alias.name}" if module else alias.name
+                found.append((sub, "*") if is_module(sub) else (module, alias.name))
+    return found
+
+
+# Where cli/ and integrations/ reach past the public API today. The rule (ARCHITECTURE.md,
+# "A new agent ... using the public API only") is that they import the root's ``__all__``
+# and ``takeback.errors``, besides their own modules (and cli, integrations'). Each entry
+# is (importer, module, name); the list may only shrink: a new reach fails the test, and
+# so does an entry no longer used.
+EDGE_EXCEPTIONS = {
+    # Both are in __all__: ``from .. import`` would do.
+    ("cli._app", "workspace", "Workspace"),
+    ("cli._app", "workspace", "find_root"),
+    ("cli._turnops", "ops", "TurnOpResult"),
+    # The one quoting of a path, shared by the diff (ops) and the CLI's lists.
+    ("cli._render", "ops", "quote_path"),
+    # The short form of an id.
+    ("cli._render", "_types", "short"),
+    # The JSON of unreadable paths, the same as SnapshotInfo.to_json() gives.
+    ("cli.snapshot_cmd", "model", "unreadable_json"),
+    # Whether the workspace was ever scanned (read through ws.open_store().meta),
+    # which lengthens the hook's time bound.
+    ("integrations._claude_hook", "scan", "CACHE_KEY"),
+    # The one atomic writer (temp file, fsync, rename), for the settings file.
+    ("integrations._claude_settings", "_fs", "atomic_write"),
+}
+
+
+def test_the_edges_use_only_the_public_api() -> None:
+    public = set(takeback.__all__)
+    reach = set()
+    for path in sorted(PKG.rglob("*.py")):
+        me = module_name(path)
+        edge = me.split(".")[0]
+        if edge not in ("cli", "integrations"):
+            continue
+        own = ("cli", "integrations") if edge == "cli" else ("integrations",)
+        for module, name in imported_names(path):
+            if module.split(".")[0] in own or module == "errors":
+                continue
+            if module == "" and name in public:
+                continue
+            reach.add((me, module, name))
+    assert sorted(reach - EDGE_EXCEPTIONS) == [], "new reach past the public API"
+    assert sorted(EDGE_EXCEPTIONS - reach) == [], "no longer used: take it off the list"
+
+
 def test_public_names_are_sorted_and_real() -> None:
     assert takeback.__all__ == sorted(takeback.__all__)
     for name in takeback.__all__:

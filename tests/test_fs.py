@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,22 @@ def test_atomic_write_leaves_no_temporary_file(tmp_path: Path) -> None:
     atomic_write(str(target), b"[]")
     assert target.read_bytes() == b"[]"
     assert os.listdir(folder) == ["f.json"]
+
+
+def test_atomic_write_can_keep_the_mode_of_the_file_it_replaces(tmp_path: Path) -> None:
+    folder = tmp_path / "d"
+    folder.mkdir()
+    target = folder / "settings.json"
+    old = os.umask(0o077)
+    try:
+        atomic_write(str(target), b"{}", mode=0o644, keep_mode=True)
+        assert stat.S_IMODE(target.stat().st_mode) == 0o644  # exactly, not less the umask
+        target.chmod(0o640)
+        atomic_write(str(target), b"[]", mode=0o644, keep_mode=True)
+        assert stat.S_IMODE(target.stat().st_mode) == 0o640
+        atomic_write(str(target), b"[1]")  # without it: a new file of ``mode`` less the umask
+        assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
+    assert target.read_bytes() == b"[1]"
+    assert os.listdir(folder) == ["settings.json"]

@@ -101,16 +101,34 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, data: bytes, *, mode: int = 0o600) -> None:
+def atomic_write(path: str, data: bytes, *, mode: int = 0o600, keep_mode: bool = False) -> None:
     """Write ``data`` to ``path`` so that readers see the old bytes or the new, never a mix.
 
     Temporary file in the same folder, fsync, rename over the target, fsync of the folder.
+
+    Args:
+        path: the file to write (a symlink there is replaced, not followed).
+        data: its new bytes.
+        mode: the permission bits of the new file, less the umask.
+        keep_mode: give the new file the permission bits of the file it replaces (``mode``
+            when there is none), exactly, not less the umask: a file a person keeps, such
+            as a settings file, is rewritten, not re-created.
+
+    Raises:
+        OSError: the file cannot be written; no temporary file is left behind.
     """
     folder = os.path.dirname(path) or "."
+    if keep_mode:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            pass
     tmp = os.path.join(folder, f"{TMP_PREFIX}{secrets.token_hex(6)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         with os.fdopen(fd, "wb") as f:
+            if keep_mode:
+                os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..integrations._claude_code import Deadline, HookCall
+    from ..integrations._claude_hook import Deadline, HookCall
     from ._app import Ctx
 
 HELP = "the entry point Claude Code's hooks call (reads the hook's JSON on stdin)"
@@ -57,7 +57,7 @@ def is_hook_call(argv: Sequence[str]) -> bool:
 
 def parse(argv: Sequence[str]) -> HookCall:
     """Return the options of a hook call; what cannot be read is kept as a problem."""
-    from ..integrations._claude_code import HookCall
+    from ..integrations._claude_hook import HookCall
 
     call = HookCall(agent="")
     words: list[str] = []
@@ -119,7 +119,7 @@ def entry(argv: Sequence[str]) -> int | None:
     sys.stdout = sys.stderr
     deadline: Deadline | None = None
     try:
-        from ..integrations._claude_code import Deadline, run
+        from ..integrations._claude_hook import Deadline, run
 
         call = parse(argv)
         # Armed before stdin is read: an agent that never closes it must not hold us.
@@ -137,8 +137,8 @@ def entry(argv: Sequence[str]) -> int | None:
 
 def run(ctx: Ctx) -> int:
     """Handle a hook call that came through the full parser (``cli.main`` normally doesn't)."""
-    from ..integrations._claude_code import Deadline, HookCall
-    from ..integrations._claude_code import run as run_hook
+    from ..integrations._claude_hook import Deadline, HookCall
+    from ..integrations._claude_hook import run as run_hook
 
     call = HookCall(agent=ctx.args.agent, root=getattr(ctx.args, "root", None),
                     store=ctx.store, session=getattr(ctx.args, "session", None),

@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ctx: Ctx) -> int:
     """Install or uninstall, then say what changed."""
     from ..errors import UsageError
-    from ..integrations import _claude_code as cc
+    from ..integrations import _claude_settings as cc
 
     scope = ctx.args.scope or "project"
     if scope != "user" and not os.path.isdir(ctx.root):

@@ -1,0 +1,236 @@
+"""Integrations layer: takeback's hooks in Claude Code's settings files, put in and taken out.
+
+The settings merge behind ``takeback hooks install|uninstall claude-code``: takeback's
+handlers are added to (or taken out of) a settings file, leaving every other key and
+handler as it was, and never adding one of its own twice. A handler is takeback's when
+its command runs ``takeback hook claude-code`` (:func:`is_ours`); what it does when
+called is :mod:`._claude_hook`'s.
+
+The file is replaced atomically, and a symlinked one is written through (people keep
+settings in a dotfiles repository and link them in).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .._fs import atomic_write
+from ..errors import UsageError
+from ._claude_hook import AGENT, COMMAND_TOOLS, FILE_TOOLS
+
+#: the events takeback installs, and their matchers (None: the event takes none). Only
+#: events every Claude Code release knows: an unknown event name makes Claude Code skip
+#: the whole settings file. PostToolUseFailure and SessionEnd are handled if a person
+#: adds them, and pending command steps are finished at the next Stop or prompt anyway.
+HOOK_SPECS: tuple[tuple[str, str | None], ...] = (
+    ("UserPromptSubmit", None),
+    ("PreToolUse", "|".join([*FILE_TOOLS, *sorted(COMMAND_TOOLS)])),
+    ("PostToolUse", "|".join(sorted(COMMAND_TOOLS))),
+    ("Stop", None),
+)
+
+_OURS = re.compile(
+    r"(?:^|[\s/\\'\"])takeback(?:\.exe)?['\"]?\s(?:.*\s)?hook\s+claude-code(?:\s|['\"]|$)"
+)
+
+
+class SettingsChange:
+    """What installing or uninstalling did to one settings file."""
+
+    def __init__(self, path: str, added: list[str] | None = None,
+                 removed: list[str] | None = None, *, created: bool = False) -> None:
+        self.path = path
+        self.added = added or []
+        self.removed = removed or []
+        self.created = created
+
+    @property
+    def changed(self) -> bool:
+        """Whether the file was written."""
+        return bool(self.added or self.removed)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable machine form (``--json``)."""
+        return {"settings": self.path, "changed": self.changed, "created": self.created,
+                "added": self.added, "removed": self.removed}
+
+
+def default_command(env: Mapping[str, str]) -> str:
+    """Return the command the hooks run: ``takeback`` when it is on PATH, else this Python's."""
+    import shlex
+    import shutil
+    import sys
+
+    if shutil.which("takeback", path=env.get("PATH")):
+        return f"takeback hook {AGENT}"
+    return f"{shlex.quote(sys.executable)} -m takeback hook {AGENT}"
+
+
+def settings_path(scope: str, root: str, env: Mapping[str, str]) -> str:
+    """Return the settings file of a scope: ``project``, ``local`` or ``user``."""
+    if scope == "user":
+        base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+        return os.path.join(base, "settings.json")
+    name = "settings.local.json" if scope == "local" else "settings.json"
+    return os.path.join(root, ".claude", name)
+
+
+def is_ours(handler: object) -> bool:
+    """Return whether a hook handler is one that takeback installed."""
+    if not isinstance(handler, dict):
+        return False
+    command = handler.get("command")
+    return isinstance(command, str) and _OURS.search(command) is not None
+
+
+def _matcher(group: dict[str, Any]) -> str | None:
+    m = group.get("matcher")
+    return m if isinstance(m, str) and m else None
+
+
+def _say(event: str, matcher: str | None, command: str) -> str:
+    return f"{event}{f' [{matcher}]' if matcher else ''}: {command}"
+
+
+def merge_hooks(settings: dict[str, Any], command: str | None
+                ) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Return settings with takeback's handlers in place, and what was added and removed.
+
+    Every other key, group and handler is kept as it was. One handler of takeback's per
+    event is kept when it already has the right matcher and command; any other of its
+    handlers (a stale command or matcher, a duplicate) is removed.
+
+    Args:
+        settings: the parsed settings file.
+        command: the command to install; None takes takeback's handlers out.
+
+    Raises:
+        UsageError: ``hooks`` or one of its events has a shape Claude Code would refuse.
+
+    """
+    import copy
+
+    data = copy.deepcopy(settings)
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise UsageError("the settings' 'hooks' is not an object; fix it by hand first")
+    wanted = dict(HOOK_SPECS) if command is not None else {}
+    added: list[str] = []
+    removed: list[str] = []
+    for event in [*hooks, *(e for e in wanted if e not in hooks)]:
+        groups = hooks.get(event, [])
+        if not isinstance(groups, list):
+            raise UsageError(f"the settings' hooks.{event} is not a list; fix it by hand first")
+        kept = False
+        out: list[Any] = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(group, dict) or not isinstance(handlers, list):
+                out.append(group)
+                continue
+            mine = [h for h in handlers if is_ours(h)]
+            if not mine:
+                out.append(group)
+                continue
+            left = []
+            for h in handlers:
+                if not is_ours(h):
+                    left.append(h)
+                elif (not kept and event in wanted and _matcher(group) == wanted[event]
+                      and h.get("type") == "command" and h.get("command") == command):
+                    kept = True
+                    left.append(h)
+                else:
+                    removed.append(_say(event, _matcher(group), str(h.get("command"))))
+            if left:
+                out.append({**group, "hooks": left})
+        if event in wanted and not kept and command is not None:
+            matcher = wanted[event]
+            group_new: dict[str, Any] = {"matcher": matcher} if matcher else {}
+            group_new["hooks"] = [{"type": "command", "command": command}]
+            out.append(group_new)
+            added.append(_say(event, matcher, command))
+        if out or (event in hooks and not groups):
+            hooks[event] = out
+        else:
+            hooks.pop(event, None)
+    if hooks or ("hooks" in settings and not settings["hooks"]):
+        data["hooks"] = hooks
+    else:
+        data.pop("hooks", None)
+    return data, added, removed
+
+
+def load_settings(path: str) -> dict[str, Any]:
+    """Return a settings file's object ({} when the file does not exist or is empty).
+
+    Raises:
+        UsageError: the file is not a JSON object (it is left as it is).
+
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return {}
+    if not text.strip():
+        return {}
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise UsageError(f"{path} is not valid JSON ({e}); nothing was changed") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path} does not hold a JSON object; nothing was changed")
+    return doc
+
+
+def _write_settings(path: str, data: dict[str, Any]) -> None:
+    """Write a settings file atomically; a symlink is written through, never replaced.
+
+    People keep settings in a dotfiles repository and link them in: the link's target
+    gets the new content (by a temporary file renamed next to the target), and the link
+    stays a link. The file keeps its permission bits; a new one is made 0644.
+    """
+    path = os.path.realpath(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    atomic_write(path, text.encode("utf-8"), mode=0o644, keep_mode=True)
+
+
+def install(path: str, command: str) -> SettingsChange:
+    """Put takeback's hooks into a settings file (made if missing).
+
+    Raises:
+        UsageError: the file exists and is not a settings object.
+        OSError: it cannot be written.
+
+    """
+    existed = os.path.exists(path)
+    data, added, removed = merge_hooks(load_settings(path), command)
+    change = SettingsChange(path, added, removed, created=not existed)
+    if change.changed:
+        _write_settings(path, data)
+    else:
+        change.created = False
+    return change
+
+
+def uninstall(path: str) -> SettingsChange:
+    """Take takeback's hooks out of a settings file, and nothing else.
+
+    Raises:
+        UsageError: the file exists and is not a settings object.
+        OSError: it cannot be written.
+
+    """
+    if not os.path.exists(path):
+        return SettingsChange(path)
+    data, _added, removed = merge_hooks(load_settings(path), None)
+    change = SettingsChange(path, [], removed)
+    if change.changed:
+        _write_settings(path, data)
+    return change
