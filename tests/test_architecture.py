@@ -185,16 +185,10 @@ def imported_names(path: Path) -> list[tuple[str, str]]:
 # is (importer, module, name); the list may only shrink: a new reach fails the test, and
 # so does an entry no longer used.
 EDGE_EXCEPTIONS = {
-    # Both are in __all__: ``from .. import`` would do.
-    ("cli._app", "workspace", "Workspace"),
-    ("cli._app", "workspace", "find_root"),
-    ("cli._turnops", "ops", "TurnOpResult"),
     # The one quoting of a path, shared by the diff (ops) and the CLI's lists.
     ("cli._render", "ops", "quote_path"),
     # The short form of an id.
     ("cli._render", "_types", "short"),
-    # The JSON of unreadable paths, the same as SnapshotInfo.to_json() gives.
-    ("cli.snapshot_cmd", "model", "unreadable_json"),
     # Whether the workspace was ever scanned (read through ws.open_store().meta),
     # which lengthens the hook's time bound.
     ("integrations._claude_hook", "scan", "CACHE_KEY"),

@@ -129,7 +129,7 @@ class Ctx:
             self.root: str = given_root
         else:
             # Like git from a subfolder: the recorded workspace this folder lies in.
-            from ..workspace import find_root
+            from .. import find_root
 
             self.root = find_root(self.cwd, store=self.store)
         self._ws: Any = None
@@ -137,7 +137,7 @@ class Ctx:
     def workspace(self) -> Any:
         """Return the Workspace for --root/--store (made once)."""
         if self._ws is None:
-            from ..workspace import Workspace
+            from .. import Workspace
 
             kwargs: dict[str, Any] = {"store": self.store}
             if self.max_file_bytes is not None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ._render import quote_path, sid
 
 if TYPE_CHECKING:
-    from ..ops import TurnOpResult
+    from .. import TurnOpResult
     from ._app import Ctx
 
 
