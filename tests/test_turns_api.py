@@ -531,8 +531,12 @@ def test_undo_while_a_turn_is_open_ends_it_first(ws: takeback.Workspace, ws_dir:
     assert (ws_dir / "a.txt").read_text() == "1\n"
     assert session.current_turn() is None
     assert [c.path for c in turn.changes] == ["a.txt"]
-    # It was ended like any other turn: its change list was announced.
-    assert [e["path"] for e in events if e["event"] == "file.changed"] == ["a.txt"]
+    # It was ended like any other turn: its change list was announced; then the undo
+    # announced the file it wrote, and itself.
+    assert [(e["path"], e.get("turn"), e.get("op")) for e in events
+            if e["event"] == "file.changed"] == [("a.txt", 2, None), ("a.txt", None, "undo")]
+    assert [(e["op"], e["turns"], e["restored"]) for e in events
+            if e["event"] == "restore.done"] == [("undo", [2], 1)]
     turn.end()  # the harness's own end, later, is harmless
     assert session.undo().turns == [1]
     assert (ws_dir / "a.txt").read_text() == "0\n"

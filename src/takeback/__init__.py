@@ -92,6 +92,9 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     value = getattr(importlib.import_module(f".{where}", __name__), name)
+    if isinstance(value, type) or callable(value):
+        # Shown as takeback.Workspace, takeback.ConflictError: where a user finds them.
+        value.__module__ = __name__
     globals()[name] = value
     return value
 

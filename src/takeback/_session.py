@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from . import ops
-from .errors import TakebackError, UsageError
+from .errors import RestoreError, TakebackError, UsageError
 from .model import DIR, Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
 from .scan import in_scope
 
@@ -35,6 +35,9 @@ class Session:
     def __init__(self, workspace: Workspace, name: str) -> None:
         self.workspace = workspace
         self.name = name
+
+    def __repr__(self) -> str:
+        return f"<Session {self.name!r} of {self.workspace.root!r}>"
 
     def start(self) -> SessionInfo:
         """Return the session's record, taking its baseline snapshot if it has none."""
@@ -289,11 +292,17 @@ class Session:
             current = self.current_turn()
             if current is not None:
                 current.end()
-        result = op(store)
-        snap = store.meta.snapshot(result.pre) if result.pre else None
-        if snap is not None:
-            ws.emit({"event": "snapshot.taken", "id": snap.id, "files": snap.files,
-                     "duration_ms": snap.duration_ms})
+        try:
+            result = op(store)
+        except RestoreError as e:
+            ws._announce_pre(e.undo_id)
+            raise
+        ws._announce_pre(result.pre)
+        if not result.nothing:
+            ws.announce_restore(result.kind, self.name, {
+                p: result.actions.get(p.rstrip("/"), "M") for p in result.restored},
+                pre=result.pre, turns=result.turns, left=len(result.left),
+                conflicts=result.conflicts)
         return result
 
 
@@ -305,6 +314,9 @@ class Turn:
         self.n = n
         self.label = label
         self._changes: list[Change] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Turn {self.n} of session {self.session.name!r}>"
 
     def __enter__(self) -> Turn:
         return self
@@ -380,19 +392,32 @@ class Turn:
         # or the turn's change list (and so undo) would miss what the command did.
         ops.finish_open_steps(store, ws.options, self.session.name, self.n)
         self._changes = ops.end_turn(store, ws.options, self.session.name, self.n)
-        for c in self._changes:
-            if c.kind == "folder":
-                continue  # file.changed is of files; the change list holds folders too
+        # file.changed is of files; the change list holds folders too.
+        files = [c for c in self._changes if c.kind != "folder"]
+        for c in files[:ws.MAX_FILE_EVENTS]:
             kind = {"created": "created", "deleted": "deleted"}.get(c.status, "updated")
             ws.emit({"event": "file.changed", "path": c.path, "change": kind,
                      "tool_call_id": touches.get(c.path, (None, None))[1],
+                     "session": self.session.name, "turn": self.n})
+        if len(files) > ws.MAX_FILE_EVENTS:
+            ws.emit({"event": "file.changed.more", "more": len(files) - ws.MAX_FILE_EVENTS,
                      "session": self.session.name, "turn": self.n})
         return self._changes
 
     @property
     def changes(self) -> list[Change]:
-        """The change list (the turn is ended first if it is still open)."""
-        return self.end()
+        """The change list; while the turn is open, what it would be if it ended now.
+
+        Reading it never ends the turn (``end()`` does, and leaving the ``with`` block).
+        """
+        if self._changes is not None or self.n == 0:
+            return self.end()
+        ws = self.session.workspace
+        store = ws.open_store()
+        row = store.meta.turn_row(self.session.name, self.n)
+        if row is not None and row[4] != "open":
+            return self.end()
+        return ops.measure_turn(store, ws.options, self.session.name, self.n)
 
 
 class Step:
@@ -413,6 +438,10 @@ class Step:
         self.after: SnapshotInfo | None = None
         self.changed: list[tuple[str, str]] = []
         self._open = False
+
+    def __repr__(self) -> str:
+        what = "command" if self.is_command else "step"
+        return f"<Step {self.n} ({what} {self.label!r}) of session {self.session.name!r}>"
 
     def begin(self) -> Step:
         """Give the step its number and take the snapshot before it (a failure is an event).
@@ -503,10 +532,13 @@ class Step:
             kind = "created" if old is None or old.kind == DIR else (
                 "deleted" if new is None or new.kind == DIR else "updated")
             self.changed.append((path, kind))
-            if not in_turn:
+            if not in_turn and len(self.changed) <= ws.MAX_FILE_EVENTS:
                 ws.emit({"event": "file.changed", "path": path, "change": kind,
                          "tool_call_id": call, "session": self.session.name,
                          "step": self.n})
+        if not in_turn and len(self.changed) > ws.MAX_FILE_EVENTS:
+            ws.emit({"event": "file.changed.more", "more": len(self.changed) - ws.MAX_FILE_EVENTS,
+                     "session": self.session.name, "step": self.n})
 
 
 def _reason(e: BaseException) -> str:

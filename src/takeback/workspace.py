@@ -14,7 +14,7 @@ from typing import Any
 
 from . import ops
 from ._fs import to_rel
-from .errors import PathError, ScanError, TakebackError, UsageError
+from .errors import PathError, RestoreError, ScanError, TakebackError, UsageError
 from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import DiffResult, FileDiff, Options, Resolved
 from .store import Store, default_store_path
@@ -122,6 +122,13 @@ class Workspace:
         self._store: Store | None = None
         self._listeners: list[Callable[[Event], None]] = []
 
+    #: At most this many ``file.changed`` events for one step, turn or take-back; the rest
+    #: are counted in one ``file.changed.more`` event (``more``: how many).
+    MAX_FILE_EVENTS = 100
+
+    def __repr__(self) -> str:
+        return f"<Workspace {self.root!r}>"
+
     # -- plumbing ----------------------------------------------------------------------
 
     def open_store(self, *, create: bool = False) -> Store:
@@ -216,10 +223,17 @@ class Workspace:
                    "duration_ms": info.duration_ms})
         return info
 
-    def session(self, name: str = DEFAULT_SESSION) -> Session:
-        """Return a session (its baseline is taken on first use)."""
+    def session(self, name: str | None = None) -> Session:
+        """Return a session (its baseline is taken on first use).
+
+        Args:
+            name: the session's name; None: the session that recorded last (as the
+                command line does), else ``default``.
+        """
         from ._session import Session
 
+        if name is None:
+            name = self.active_session()
         if not name or "\n" in name:
             raise UsageError(f"bad session name: {name!r}")
         return Session(self, name)
@@ -251,13 +265,16 @@ class Workspace:
         sessions = meta.sessions()
         return sessions[0].name if sessions else DEFAULT_SESSION
 
-    def resolve(self, ref: str, *, session: str = DEFAULT_SESSION) -> Resolved:
+    def resolve(self, ref: str, *, session: str | None = None) -> Resolved:
         """Return the snapshot a ref names.
+
+        ``start``, a step ``N`` and ``turn:N`` are the session's (None: the session that
+        recorded last).
 
         Raises:
             RefError: unknown, ambiguous or malformed.
         """
-        return ops.resolve(self.open_store(), ref, session)
+        return ops.resolve(self.open_store(), ref, session or self.active_session())
 
     def _now_tree(self) -> str:
         store = self.open_store()
@@ -269,19 +286,22 @@ class Workspace:
         store = self.open_store()
         latest = store.meta.latest_snapshot()
         if latest is None:
-            raise UsageError("no snapshot yet: take one with `takeback snapshot`")
+            raise UsageError("no snapshot yet: take one first")
         return list(ops.diff(store, latest.tree, self._now_tree(), patch=False).files)
 
     def diff(self, from_ref: str | None = None, to_ref: str | None = None, *,
-             paths: Sequence[str] | None = None, session: str = DEFAULT_SESSION,
+             paths: Sequence[str | os.PathLike[str]] | None = None,
+             session: str | None = None,
              patch: bool = True, binary: bool = False) -> DiffResult:
         """Compare two states: FROM defaults to the latest snapshot, TO to the files now.
 
         Args:
             from_ref: FROM (None: the latest snapshot).
             to_ref: TO (None: the files now).
-            paths: only these paths (relative to the root) and what is under them.
-            session: the session whose step numbers and turns the refs name.
+            paths: only these paths (relative to the root, or absolute inside it) and
+                what is under them.
+            session: the session whose step numbers and turns the refs name (None: the
+                session that recorded last).
             patch: also write the unified patch.
             binary: write binary files as git binary patches (``git diff --binary``), so
                 that ``git apply`` can apply the whole patch; else they are named only.
@@ -293,14 +313,16 @@ class Workspace:
         if from_ref is None:
             latest = store.meta.latest_snapshot()
             if latest is None:
-                raise UsageError("no snapshot yet: take one with `takeback snapshot`")
+                raise UsageError("no snapshot yet: take one first")
             old = latest.tree
         else:
             old = self.resolve(from_ref, session=session).snapshot.tree
         new = self.resolve(to_ref, session=session).snapshot.tree if to_ref else self._now_tree()
-        return ops.diff(store, old, new, paths=paths, patch=patch, binary=binary)
+        rels = [self.rel(p, follow=False) for p in paths] if paths is not None else None
+        return ops.diff(store, old, new, paths=rels, patch=patch, binary=binary)
 
-    def show(self, ref: str, path: str, *, session: str = DEFAULT_SESSION) -> bytes:
+    def show(self, ref: str, path: str | os.PathLike[str], *,
+             session: str | None = None) -> bytes:
         """Return the bytes of a file (or a link's target) as it was at ``ref``.
 
         Raises:
@@ -308,7 +330,7 @@ class Workspace:
         """
         store = self.open_store()
         snap = self.resolve(ref, session=session).snapshot
-        rel = path.strip("/")
+        rel = self.rel(path, follow=False)
         entry = ops.lookup(store.objects.get_tree, snap.tree, rel)
         if entry is None or entry.kind == DIR:
             raise PathError(f"no file {rel} in snapshot {snap.id[:10]}", path=rel)
@@ -320,8 +342,8 @@ class Workspace:
 
     # -- taking back -------------------------------------------------------------------
 
-    def rewind(self, to: str, *, paths: Sequence[str] | None = None, dry_run: bool = False,
-               session: str = DEFAULT_SESSION,
+    def rewind(self, to: str, *, paths: Sequence[str | os.PathLike[str]] | None = None,
+               dry_run: bool = False, session: str | None = None,
                on_progress: Callable[[int, int], None] | None = None) -> RewindResult:
         """Put the workspace (or just ``paths``) back as it was at ``to``.
 
@@ -335,12 +357,59 @@ class Workspace:
             RestoreError: writes failed part way (what was done is attached).
         """
         store = self.open_store()
+        session = session or self.active_session()
         resolved = self.resolve(to, session=session)
         target = resolved.snapshot
-        done = ops.rewind(store, self.options, target, paths=paths, dry_run=dry_run,
-                          session=session, on_progress=on_progress)
-        return RewindResult(done.plan, target, resolved.note, dry_run, done.pre, done.restored,
-                            done.not_restored, done.kept_dirs, done.left)
+        rels = [self.rel(p, follow=False) for p in paths] if paths is not None else None
+        try:
+            done = ops.rewind(store, self.options, target, paths=rels, dry_run=dry_run,
+                              session=session, on_progress=on_progress)
+        except RestoreError as e:
+            self._announce_pre(e.undo_id)
+            raise
+        result = RewindResult(done.plan, target, resolved.note, dry_run, done.pre,
+                              done.restored, done.not_restored, done.kept_dirs, done.left)
+        if not dry_run:
+            self._announce_pre(done.pre)
+            actions = {i.path: i.action for i in done.plan.items}
+            self.announce_restore("rewind", session, {p: actions.get(p, "M")
+                                                      for p in done.restored},
+                                  pre=done.pre, turns=[], left=len(done.left))
+        return result
+
+    def _announce_pre(self, pre: str | None) -> None:
+        snap = self.open_store().meta.snapshot(pre) if pre else None
+        if snap is not None:
+            self.emit({"event": "snapshot.taken", "id": snap.id, "files": snap.files,
+                       "duration_ms": snap.duration_ms})
+
+    def announce_restore(self, op: str, session: str, written: dict[str, str], *,
+                         pre: str | None, turns: list[int], left: int,
+                         conflicts: Sequence[str] = ()) -> None:
+        """Send ``file.changed`` for each file a take-back wrote, then ``restore.done``.
+
+        Args:
+            op: the operation (``rewind``, ``undo``, ``redo``, ...).
+            session: its session.
+            written: path -> plan action (``M``, ``A`` removed, ``D`` made again); folders
+                (ending in ``/``) get no ``file.changed``.
+            pre: the snapshot taken before it.
+            turns: the turns it took back or brought back.
+            left: how many paths it left as they are.
+            conflicts: the paths it wrote over (forced).
+        """
+        files = [p for p in sorted(written) if not p.endswith("/")]
+        word = {"A": "deleted", "D": "created"}
+        for p in files[:self.MAX_FILE_EVENTS]:
+            self.emit({"event": "file.changed", "path": p,
+                       "change": word.get(written[p], "updated"), "tool_call_id": None,
+                       "session": session, "op": op})
+        if len(files) > self.MAX_FILE_EVENTS:
+            self.emit({"event": "file.changed.more", "more": len(files) - self.MAX_FILE_EVENTS,
+                       "session": session, "op": op})
+        self.emit({"event": "restore.done", "op": op, "session": session, "turns": turns,
+                   "pre": pre, "restored": len(written), "left": left,
+                   "conflicts": list(conflicts)})
 
 
 # Imported last: the session module builds on Workspace.

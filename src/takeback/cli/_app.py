@@ -8,10 +8,13 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConflictError, TakebackError
 from ._render import quote_path
+
+if TYPE_CHECKING:
+    from .. import Workspace
 
 #: command name -> module (one module per command)
 COMMANDS = {
@@ -132,9 +135,9 @@ class Ctx:
             from .. import find_root
 
             self.root = find_root(self.cwd, store=self.store)
-        self._ws: Any = None
+        self._ws: Workspace | None = None
 
-    def workspace(self) -> Any:
+    def workspace(self) -> Workspace:
         """Return the Workspace for --root/--store (made once)."""
         if self._ws is None:
             from .. import Workspace
@@ -325,7 +328,11 @@ def _report(ctx: Ctx, e: TakebackError) -> int:
             print(f"  put it all back with: takeback rewind --to {e.undo_id[:10]}",
                   file=sys.stderr)
     elif isinstance(e, ConflictError):
-        for line in _conflict_lines(e):
+        lines = _conflict_lines(e)
+        if len(lines) == len(e.conflicts) + 1:
+            # The library's closing line speaks of its argument; people type an option.
+            lines[-1] = "nothing was written; use --force to overwrite"
+        for line in lines:
             print(f"takeback: {line}", file=sys.stderr)
     else:
         print(f"takeback: error: {e.message}", file=sys.stderr)

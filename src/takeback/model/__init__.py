@@ -12,6 +12,7 @@ from ._records import (
     StepInfo,
     TurnInfo,
     TurnState,
+    change_kind,
     unreadable_json,
 )
 from ._tree import (
@@ -48,6 +49,7 @@ __all__ = [
     "TurnInfo",
     "TurnState",
     "UNREADABLE",
+    "change_kind",
     "decode_state",
     "decode_tree",
     "encode_state",

@@ -112,6 +112,13 @@ class Change:
         }
 
 
+def change_kind(status: str, before: str | None, after: str | None) -> ChangeKind:
+    """What a change is of, from its states as stored (``d …`` a folder, ``l …`` a link)."""
+    state = before if status == "deleted" else after
+    kind = (state or "f").split(" ", 1)[0]
+    return "folder" if kind == "d" else "symlink" if kind == "l" else "file"
+
+
 @dataclass(frozen=True, slots=True)
 class TurnInfo:
     """A turn: its number, label, the snapshot before it and its change list once ended."""

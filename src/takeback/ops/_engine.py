@@ -261,7 +261,7 @@ def refuse_conflicts(checked: Checked, describe: Callable[[str], str]) -> None:
         ConflictError: always, naming each path.
     """
     lines = [describe(p) for p in checked.conflicts]
-    raise ConflictError("\n".join(lines) + "\nnothing was written; use --force to overwrite",
+    raise ConflictError("\n".join(lines) + "\nnothing was written (force overwrites)",
                         conflicts=checked.conflicts)
 
 

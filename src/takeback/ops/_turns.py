@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import stat
 import time
+from typing import cast
 
 from .._fs import SafeRoot
 from ..errors import PathError
@@ -32,7 +33,9 @@ from ..model import (
     LINK,
     UNREADABLE,
     Change,
+    ChangeStatus,
     Entry,
+    change_kind,
     decode_state,
     encode_state,
 )
@@ -208,15 +211,31 @@ def join_command(store: Store, opts: Options, session: str, turn: int, before_tr
     return deltas
 
 
+def measure_turn(store: Store, opts: Options, session: str, turn: int) -> list[Change]:
+    """Return what a turn's change list would be if it ended now, without ending it."""
+    return [_change(r) for r in _change_rows(store, opts, session, turn)]
+
+
 def end_turn(store: Store, opts: Options, session: str, turn: int) -> list[Change]:
-    """Close a turn: read every file it affected again and keep those that differ.
+    """Close a turn: read every path it affected again and keep those that differ.
 
     Returns:
         The turn's change list.
     """
     meta = store.meta
+    rows = _change_rows(store, opts, session, turn)
+    store.objects.flush()
+    with meta.tx():
+        meta.set_changes(session, turn, rows)
+        meta.set_turn_state(session, turn, "done", ended=time.time())
+    return meta.changes(session, turn)
+
+
+def _change_rows(store: Store, opts: Options, session: str, turn: int
+                 ) -> list[tuple[str, str, int, int, str | None, str | None, str | None, int]]:
+    """The change list's rows: each touched path read again, kept where it differs."""
     rows = []
-    for path, (before_text, _tool) in sorted(meta.touches(session, turn).items()):
+    for path, (before_text, _tool) in sorted(store.meta.touches(session, turn).items()):
         before = decode_state(before_text)
         try:
             after = read_state(store, opts, path)
@@ -229,17 +248,16 @@ def end_turn(store: Store, opts: Options, session: str, turn: int) -> list[Chang
         gone = after is None or (after.kind == DIR and before is not None)
         status = ("created" if before is None or (before.kind == DIR and after is not None)
                   else "deleted" if gone else "modified")
-        a = _content(store, before)
-        b = _content(store, after)
-        added, removed = line_counts(a, b)
+        added, removed = line_counts(_content(store, before), _content(store, after))
         undoable = before is None or before.kind not in (LARGE, UNREADABLE)
         rows.append((path, status, added, removed, encode_state(before), encode_state(after),
                      None if after is None or after.kind == DIR else after.oid, int(undoable)))
-    store.objects.flush()
-    with meta.tx():
-        meta.set_changes(session, turn, rows)
-        meta.set_turn_state(session, turn, "done", ended=time.time())
-    return meta.changes(session, turn)
+    return rows
+
+
+def _change(r: tuple[str, str, int, int, str | None, str | None, str | None, int]) -> Change:
+    status = cast(ChangeStatus, r[1])
+    return Change(r[0], status, r[2], r[3], r[6], bool(r[7]), change_kind(status, r[4], r[5]))
 
 
 def _content(store: Store, e: Entry | None) -> bytes | None:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ..model import Change, ChangeKind, SessionInfo, SnapshotInfo, StepInfo
+from ..model import Change, SessionInfo, SnapshotInfo, StepInfo, change_kind
 from ._sqlite import Tx, columns, damaged, db_path, tables
 
 SCHEMA_VERSION = 1
@@ -142,13 +142,6 @@ def _snap(row: tuple[Any, ...]) -> SnapshotInfo:
         unreadable=tuple((str(p), str(r)) for p, r in json.loads(row[12])),
         unreadable_count=row[13],
     )
-
-
-def _change_kind(status: str, before: str | None, after: str | None) -> ChangeKind:
-    """What a change is of, from its states as stored (``d …`` a folder, ``l …`` a link)."""
-    state = before if status == "deleted" else after
-    kind = (state or "f").split(" ", 1)[0]
-    return "folder" if kind == "d" else "symlink" if kind == "l" else "file"
 
 
 class MetaStore:
@@ -471,7 +464,7 @@ class MetaStore:
         """Return a turn's change list."""
         return [
             Change(path=r[0], status=r[1], added=r[2], removed=r[3], sha256=r[6],
-                   undoable=bool(r[7]), kind=_change_kind(r[1], r[4], r[5]))
+                   undoable=bool(r[7]), kind=change_kind(r[1], r[4], r[5]))
             for r in self.change_rows(session, turn)
         ]
 
