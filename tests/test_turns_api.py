@@ -594,14 +594,18 @@ def test_a_file_that_becomes_a_folder_and_back(ws: takeback.Workspace, ws_dir: P
     assert (ws_dir / "config").is_dir()
 
 
-def test_command_outside_a_turn_is_a_step_only(ws: takeback.Workspace, ws_dir: Path) -> None:
+def test_a_command_outside_a_turn_is_a_turn_of_its_own(ws: takeback.Workspace,
+                                                       ws_dir: Path) -> None:
     session = ws.session()
     with session.command("touch a") as cmd:
         write(ws_dir, "a.txt", "a\n")
     assert cmd.changed == [("a.txt", "created")]
     assert cmd.before is not None and cmd.after is not None
-    assert session.turns() == []
-    assert session.undo().nothing
+    [turn] = session.turns()
+    assert (turn.label, turn.state, turn.before) == ("touch a", "done", cmd.before.id)
+    assert [(c.path, c.status) for c in turn.changes] == [("a.txt", "created")]
+    assert session.undo().turns == [1] and not (ws_dir / "a.txt").exists()
+    assert session.redo().turns == [1] and (ws_dir / "a.txt").read_text() == "a\n"
 
 
 # -- revert and unrevert ---------------------------------------------------------------

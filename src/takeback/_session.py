@@ -112,10 +112,16 @@ class Session:
         return Step(self, None, label=label, tool_call_ids=tool_call_ids, command=False)
 
     def command(self, label: str, *, tool_call_id: str | None = None) -> Step:
-        """Bracket a command with snapshots; inside a turn its changes join the open turn."""
+        """Bracket a command with snapshots; inside a turn its changes join the open turn.
+
+        Outside one, the command is a turn of its own (labelled with ``label``), so that
+        ``undo``, ``changes`` and ``revert`` take it as they take an agent's reply.
+        """
         current = self.current_turn()
-        return Step(self, current.n if current else None, label=label,
+        step = Step(self, current.n if current else None, label=label,
                     tool_call_ids=[tool_call_id] if tool_call_id else [], command=True)
+        step._own_turn = current is None
+        return step
 
     def _try_snapshot(self, kind: str, *, turn: int | None = None, step: int | None = None,
                       message: str = "") -> SnapshotInfo | None:
@@ -152,6 +158,11 @@ class Session:
         step.n = n
         if info.before is not None:
             step.before = self.workspace.open_store().meta.snapshot(info.before)
+        if info.turn is not None:
+            # A command outside any turn opened its own, from the same snapshot.
+            row = self.workspace.open_store().meta.turn_row(self.name, info.turn)
+            step._own_turn = (row is not None and row[4] == "open" and row[2] == info.before
+                              and info.before is not None)
         step._open = True
         return step
 
@@ -438,6 +449,8 @@ class Step:
         self.after: SnapshotInfo | None = None
         self.changed: list[tuple[str, str]] = []
         self._open = False
+        #: a command begun outside any turn opens a turn of its own and ends it
+        self._own_turn = False
 
     def __repr__(self) -> str:
         what = "command" if self.is_command else "step"
@@ -460,12 +473,15 @@ class Step:
                                          None, self.label, None, command=self.is_command))
         self.before = self.session._try_snapshot("step", turn=self.turn or None, step=self.n,
                                                  message=self.label)
-        if self.before is not None:
-            with store.meta.tx():
-                store.meta.conn.execute(
-                    "UPDATE steps SET before=? WHERE session=? AND n=?",
-                    (self.before.id, self.session.name, self.n),
-                )
+        if self.before is None:
+            self._own_turn = False  # nothing to take back from: no turn either
+            return self
+        if self._own_turn:
+            # The step's snapshot is the turn's "before" too: one scan, not two.
+            self.turn = ops.begin_turn(store, self.session.name, self.label, self.before.id)
+        with store.meta.tx():
+            store.meta.set_step_start(self.session.name, self.n, before=self.before.id,
+                                      turn=self.turn or None)
         return self
 
     def __enter__(self) -> Step:
@@ -510,8 +526,15 @@ class Step:
         with store.meta.tx():
             store.meta.finish_step(self.session.name, self.n,
                                    self.after.id if self.after else None, exit_code)
-        if not (self.is_command and self.before and self.after):
-            return
+        if self.is_command and self.before and self.after:
+            self._record_changes(store)
+        if self._own_turn and self.turn:
+            Turn(self.session, self.turn, self.label).end()
+
+    def _record_changes(self, store: Store) -> None:
+        """What a command changed: joined to its turn, or announced now outside one."""
+        assert self.before is not None and self.after is not None
+        ws = self.session.workspace
         call = self.tool_call_ids[0] if self.tool_call_ids else None
         row = store.meta.turn_row(self.session.name, self.turn) if self.turn else None
         in_turn = row is not None and row[4] == "open"

@@ -336,6 +336,11 @@ class MetaStore:
              int(st.command)),
         )
 
+    def set_step_start(self, session: str, n: int, *, before: str, turn: int | None) -> None:
+        """Record a step's snapshot before it, and the turn it belongs to."""
+        self.conn.execute("UPDATE steps SET before=?, turn=? WHERE session=? AND n=?",
+                          (before, turn, session, n))
+
     def finish_step(self, session: str, n: int, after: str | None, exit_code: int | None) -> None:
         """Record the snapshot after a step and the command's status."""
         self.conn.execute(
