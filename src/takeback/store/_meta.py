@@ -12,9 +12,17 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..model import Change, ChangeKind, SessionInfo, SnapshotInfo, StepInfo
+from ..model import (
+    Change,
+    ChangeKind,
+    ChangeStatus,
+    SessionInfo,
+    SnapshotInfo,
+    StepInfo,
+    TurnState,
+)
 from ._sqlite import Tx, columns, damaged, db_path, tables
 
 SCHEMA_VERSION = 1
@@ -115,6 +123,81 @@ _SNAP_COLS = (
     "id, tree, created_at, kind, session, turn, step, message, files, skipped, "
     "skipped_count, duration_ms, unreadable, unreadable_count"
 )
+
+
+class TurnRow(NamedTuple):
+    """One turn as stored (its change list is read apart, with :meth:`MetaStore.changes`).
+
+    Attributes:
+        n: the turn's number in its session.
+        label: what the turn was begun with (may be empty).
+        before: the snapshot taken when it began, if one was.
+        after: the snapshot taken when it ended, if one was.
+        state: ``open``, ``done``, ``undone`` or ``reverted``.
+    """
+
+    n: int
+    label: str
+    before: str | None
+    after: str | None
+    state: TurnState
+
+
+class TouchRow(NamedTuple):
+    """What a turn kept of one path before its first write.
+
+    Attributes:
+        state: the path's state before the turn, encoded (None: there was nothing).
+        tool_call_id: the one tool call that changed it (None: unknown, or several).
+    """
+
+    state: str | None
+    tool_call_id: str | None
+
+
+class ChangeRow(NamedTuple):
+    """One row of a turn's change list, as stored.
+
+    Attributes:
+        path: the path, relative to the root.
+        status: ``created``, ``modified`` or ``deleted``.
+        added: lines added.
+        removed: lines removed.
+        before: the state before the turn, encoded (None: nothing was there).
+        after: the state the turn left, encoded (None: it deleted the path).
+        sha256: the content the turn left (None for a deletion or a folder).
+        undoable: false when the state before was never kept (over the size limit).
+    """
+
+    path: str
+    status: ChangeStatus
+    added: int
+    removed: int
+    before: str | None
+    after: str | None
+    sha256: str | None
+    undoable: bool
+
+
+class OpRow(NamedTuple):
+    """One recorded undo, redo, revert, unrevert or one-file undo.
+
+    Attributes:
+        id: its number (a later op has a larger one).
+        kind: ``undo``, ``undo-file``, ``redo``, ``revert``, ``revert-move`` or
+            ``unrevert``.
+        turns: the turns it concerns.
+        pre: the snapshot taken before it wrote anything.
+        data: what it keeps beside (the paths it wrote and the states it wrote there).
+        state: ``active``, ``redone``, ``unreverted`` or ``final``.
+    """
+
+    id: int
+    kind: str
+    turns: list[int]
+    pre: str | None
+    data: dict[str, Any]
+    state: str
 
 
 #: the largest integer SQLite stores; a step or turn number beyond it names no row
@@ -370,21 +453,22 @@ class MetaStore:
 
     # -- turns, touches, changes, ops ------------------------------------------------
 
-    def turn_row(self, session: str, n: int) -> tuple[Any, ...] | None:
-        """Return (n, label, before, after, state) of one turn (None when there is none)."""
+    def turn_row(self, session: str, n: int) -> TurnRow | None:
+        """Return one turn (None when there is none)."""
         if not _storable(n):
             return None
-        return self.conn.execute(  # type: ignore[no-any-return]
+        row = self.conn.execute(
             "SELECT n, label, before, after, state FROM turns WHERE session=? AND n=?",
             (session, n),
         ).fetchone()
+        return None if row is None else TurnRow(*row)
 
-    def turn_rows(self, session: str) -> list[tuple[Any, ...]]:
-        """Return (n, label, before, after, state) of every turn, in order."""
-        return list(self.conn.execute(
+    def turn_rows(self, session: str) -> list[TurnRow]:
+        """Return every turn of a session, in order."""
+        return [TurnRow(*r) for r in self.conn.execute(
             "SELECT n, label, before, after, state FROM turns WHERE session=? ORDER BY n",
             (session,),
-        ))
+        )]
 
     def turn_end_times(self, session: str) -> dict[int, float]:
         """Return when each ended turn of the session ended."""
@@ -440,38 +524,39 @@ class MetaStore:
         )
         return False
 
-    def touches(self, session: str, turn: int) -> dict[str, tuple[str | None, str | None]]:
-        """Return path -> (state before, tool call id) for a turn's touched files."""
+    def touches(self, session: str, turn: int) -> dict[str, TouchRow]:
+        """Return what a turn kept of each path it touched, by path."""
         rows = self.conn.execute(
             "SELECT path, state, tool_call_id FROM touches WHERE session=? AND turn=?",
             (session, turn),
         )
-        return {_path(r[0]): (r[1], r[2]) for r in rows}
+        return {_path(r[0]): TouchRow(r[1], r[2]) for r in rows}
 
-    def set_changes(self, session: str, turn: int, rows: list[tuple[Any, ...]]) -> None:
-        """Replace a turn's change list.
-
-        Rows are (path, status, added, removed, before, after, sha256, undoable).
-        """
+    def set_changes(self, session: str, turn: int, rows: Iterable[ChangeRow]) -> None:
+        """Replace a turn's change list."""
         self.conn.execute("DELETE FROM changes WHERE session=? AND turn=?", (session, turn))
         self.conn.executemany(
             "INSERT INTO changes(session, turn, path, status, added, removed, before, after, "
             "sha256, undoable) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [(session, turn, os.fsencode(r[0]), *r[1:]) for r in rows],
+            [(session, turn, os.fsencode(r.path), r.status, r.added, r.removed, r.before,
+              r.after, r.sha256, int(r.undoable)) for r in rows],
         )
 
-    def change_rows(self, session: str, turn: int) -> list[tuple[Any, ...]]:
-        """Return (path, status, added, removed, before, after, sha256, undoable) rows."""
-        return [(_path(r[0]), *r[1:]) for r in self.conn.execute(
+    def change_rows(self, session: str, turn: int) -> list[ChangeRow]:
+        """Return a turn's change list as stored (states encoded), in path order."""
+        rows = self.conn.execute(
             "SELECT path, status, added, removed, before, after, sha256, undoable FROM changes "
             "WHERE session=? AND turn=? ORDER BY path", (session, turn),
-        )]
+        )
+        return [ChangeRow(_path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]))
+                for r in rows]
 
     def changes(self, session: str, turn: int) -> list[Change]:
         """Return a turn's change list."""
         return [
-            Change(path=r[0], status=r[1], added=r[2], removed=r[3], sha256=r[6],
-                   undoable=bool(r[7]), kind=_change_kind(r[1], r[4], r[5]))
+            Change(path=r.path, status=r.status, added=r.added, removed=r.removed,
+                   sha256=r.sha256, undoable=r.undoable,
+                   kind=_change_kind(r.status, r.before, r.after))
             for r in self.change_rows(session, turn)
         ]
 
@@ -486,8 +571,8 @@ class MetaStore:
         return int(cur.lastrowid or 0)
 
     def ops(self, session: str, kind: str | None = None, state: str | None = None
-            ) -> list[tuple[int, str, list[int], str | None, dict[str, Any], str]]:
-        """Return ops newest first as (id, kind, turns, pre, data, state)."""
+            ) -> list[OpRow]:
+        """Return a session's ops (of one kind, in one state), newest first."""
         sql = "SELECT id, kind, turns, pre, data, state FROM ops WHERE session=?"
         args: list[Any] = [session]
         if kind is not None:
@@ -498,7 +583,7 @@ class MetaStore:
             args.append(state)
         sql += " ORDER BY id DESC"
         return [
-            (r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5])
+            OpRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5])
             for r in self.conn.execute(sql, args)
         ]
 

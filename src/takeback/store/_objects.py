@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import StoreCorruptError
 from ..model import Tree, decode_tree
@@ -45,8 +45,16 @@ _MIN_DELTA = 256
 #: Above this size a base is not read back to compress against (memory and time).
 _MAX_DELTA = 4 << 20
 
-#: A pending object: kind, raw size, packed bytes, base id (or None), chain depth.
-_Pending = tuple[str, int, bytes, str | None, int]
+
+class _Pending(NamedTuple):
+    """An object put but not yet committed, as its row will hold it."""
+
+    kind: str
+    size: int
+    data: bytes
+    base: str | None
+    depth: int
+
 
 
 class ObjectStore:
@@ -134,7 +142,7 @@ class ObjectStore:
                     delta = z.ZstdCompressor(level=3, dict_data=d).compress(data)
                     if len(delta) < len(packed):
                         packed, used, depth = delta, base, base_depth + 1
-        self._pending[oid] = (kind, len(data), packed, used, depth)
+        self._pending[oid] = _Pending(kind, len(data), packed, used, depth)
         self._pending_bytes += len(packed)
         if self._pending_bytes >= _BATCH_BYTES:
             self.flush()
@@ -143,7 +151,7 @@ class ObjectStore:
     def _depth(self, oid: str) -> int | None:
         pending = self._pending.get(oid)
         if pending is not None:
-            return pending[4]
+            return pending.depth
         row = self.conn.execute("SELECT depth FROM objects WHERE oid=?", (oid,)).fetchone()
         return None if row is None else int(row[0])
 
@@ -200,7 +208,7 @@ class ObjectStore:
             return cached
         pending = self._pending.get(oid)
         if pending is not None:
-            packed, base = pending[2], pending[3]
+            packed, base = pending.data, pending.base
         else:
             row = self.conn.execute(
                 "SELECT data, base FROM objects WHERE oid=?", (oid,)
