@@ -25,7 +25,9 @@ from ..model import (
 )
 from ._sqlite import Tx, columns, damaged, db_path, tables
 
-SCHEMA_VERSION = 1
+#: The version of both databases' tables. 1: a store from before it counted columns,
+#: which may lack some of ``_ADDED_COLUMNS`` (and objects' delta columns); 2: has them all.
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -118,6 +120,13 @@ _ADDED_COLUMNS = (("touches", "at", "REAL NOT NULL DEFAULT 0"),
                   ("steps", "command", "INTEGER NOT NULL DEFAULT 0"),
                   ("snapshots", "unreadable", "TEXT NOT NULL DEFAULT '[]'"),
                   ("snapshots", "unreadable_count", "INTEGER NOT NULL DEFAULT 0"))
+
+#: Opening a store: its version, and whether every table is there, in one query.
+_OPEN_QUERY = (
+    "SELECT (SELECT value FROM meta WHERE key='schema_version'), "
+    "(SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ("
+    + ", ".join(f"'{t}'" for t in _TABLES) + "))"
+)
 
 _SNAP_COLS = (
     "id, tree, created_at, kind, session, turn, step, message, files, skipped, "
@@ -243,18 +252,26 @@ class MetaStore:
     def init_schema(self) -> None:
         """Create the tables of a new store (idempotent: a creation cut short is finished)."""
         self.conn.executescript(_SCHEMA)
-        self._add_columns()
+        self._add_columns(self._missing_columns())
 
     def check_schema(self) -> int:
         """Check an existing store's tables and return its schema version.
 
-        Nothing is created: a table that is missing means the file is damaged (making it
-        empty would read as a store without history). Columns a store made by an earlier
-        takeback lacks are added.
+        One query when the store is whole: every hook call opens the store, so the
+        tables are counted in the same query that reads the version. Nothing is created
+        or changed: a table that is missing means the file is damaged (making it empty
+        would read as a store without history). An older store is brought up to date
+        by :meth:`upgrade`, which the caller runs.
 
         Raises:
             StoreCorruptError: a table or the schema version is missing.
         """
+        try:
+            version, present = self.conn.execute(_OPEN_QUERY).fetchone()
+        except sqlite3.OperationalError:
+            version, present = None, 0  # the meta table is gone: the check below says so
+        if present == len(_TABLES) and isinstance(version, str) and version.isdigit():
+            return int(version)
         path = db_path(self.conn)
         missing = sorted(set(_TABLES) - tables(self.conn))
         if missing:
@@ -262,13 +279,35 @@ class MetaStore:
         version = self.get_meta("schema_version")
         if version is None or not version.isdigit():
             raise damaged(path, "has no schema version")
-        self._add_columns()
         return int(version)
 
-    def _add_columns(self) -> None:
-        for table, column, decl in _ADDED_COLUMNS:
-            if column not in columns(self.conn, table):
-                self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+    def upgrade(self, *, record: bool) -> None:
+        """Add the columns an older store lacks, and record the current schema version.
+
+        One transaction: a store is either upgraded and says so, or left as it was (and
+        upgraded at its next opening).
+
+        Args:
+            record: write the version (false for a store opened read-only, which is
+                only checked: it can be read as long as no column is missing).
+
+        Raises:
+            StoreError: a column is missing and the store cannot be written.
+        """
+        missing = self._missing_columns()
+        if not missing and not record:
+            return
+        with Tx(self.conn):
+            self._add_columns(missing)
+            if record:
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+
+    def _missing_columns(self) -> list[tuple[str, str, str]]:
+        return [(t, c, d) for t, c, d in _ADDED_COLUMNS if c not in columns(self.conn, t)]
+
+    def _add_columns(self, missing: Iterable[tuple[str, str, str]]) -> None:
+        for table, column, decl in missing:
+            self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
 
     def tx(self) -> Tx:
         """Return a write transaction context."""

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from ..errors import StoreCorruptError
 from ..model import Tree, decode_tree
-from ._sqlite import Tx, columns, damaged, tables
+from ._sqlite import Tx, columns, damaged
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects(
@@ -76,23 +76,40 @@ class ObjectStore:
     def init_schema(self) -> None:
         """Create the table of a new store (idempotent: a creation cut short is finished)."""
         self.conn.executescript(_SCHEMA)
-        self._add_columns()
+        if self._lacks_deltas():
+            self._add_delta_columns()
 
     def check_schema(self) -> None:
-        """Check an existing store's table; nothing is created.
+        """Check an existing store's table in one query; nothing is created or changed.
+
+        Its columns are the metadata's schema version's business (see :meth:`upgrade`).
 
         Raises:
             StoreCorruptError: the objects table is missing (the file is damaged).
         """
-        if "objects" not in tables(self.conn):
+        (present,) = self.conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='objects'"
+        ).fetchone()
+        if not present:
             raise damaged(self.path, "has lost its table: objects")
-        self._add_columns()
 
-    def _add_columns(self) -> None:
-        if "base" not in columns(self.conn, "objects"):
-            # a store made before deltas: the columns are added
-            self.conn.execute("ALTER TABLE objects ADD COLUMN base TEXT")
-            self.conn.execute("ALTER TABLE objects ADD COLUMN depth INTEGER NOT NULL DEFAULT 0")
+    def upgrade(self) -> None:
+        """Add the columns a store made before deltas lacks (in one transaction).
+
+        Raises:
+            StoreError: a column is missing and the store cannot be written.
+        """
+        if self._lacks_deltas():
+            with Tx(self.conn):
+                self._add_delta_columns()
+
+    def _lacks_deltas(self) -> bool:
+        """Whether the table is from a store made before deltas."""
+        return "base" not in columns(self.conn, "objects")
+
+    def _add_delta_columns(self) -> None:
+        self.conn.execute("ALTER TABLE objects ADD COLUMN base TEXT")
+        self.conn.execute("ALTER TABLE objects ADD COLUMN depth INTEGER NOT NULL DEFAULT 0")
 
     def _z(self) -> Any:
         if self._zstd is None:
