@@ -105,7 +105,7 @@ class Session:
         if n is None:
             return None
         row = store.meta.turn_row(self.name, n)
-        return Turn(self, n, row[1] if row else "")
+        return Turn(self, n, row.label if row else "")
 
     def step(self, *, label: str = "", tool_call_ids: Sequence[str] = ()) -> Step:
         """Begin a step outside any turn (a snapshot before it)."""
@@ -161,7 +161,7 @@ class Session:
         if info.turn is not None:
             # A command outside any turn opened its own, from the same snapshot.
             row = self.workspace.open_store().meta.turn_row(self.name, info.turn)
-            step._own_turn = (row is not None and row[4] == "open" and row[2] == info.before
+            step._own_turn = (row is not None and row.state == "open" and row.before == info.before
                               and info.before is not None)
         step._open = True
         return step
@@ -170,9 +170,9 @@ class Session:
         """Return the session's turns in order, each with its change list."""
         meta = self.workspace.open_store().meta
         return [
-            TurnInfo(self.name, int(n), label, before, state,
-                     tuple(meta.changes(self.name, int(n))))
-            for n, label, before, _after, state in meta.turn_rows(self.name)
+            TurnInfo(self.name, r.n, r.label, r.before, r.state,
+                     tuple(meta.changes(self.name, r.n)))
+            for r in meta.turn_rows(self.name)
         ]
 
     def ended_turn(self, turn: int | None = None) -> TurnInfo:
@@ -395,7 +395,7 @@ class Turn:
         ws = self.session.workspace
         store = ws.open_store()
         row = store.meta.turn_row(self.session.name, self.n)
-        if row is not None and row[4] != "open":
+        if row is not None and row.state != "open":
             self._changes = store.meta.changes(self.session.name, self.n)
             return self._changes
         touches = store.meta.touches(self.session.name, self.n)
@@ -408,7 +408,7 @@ class Turn:
         for c in files[:ws.MAX_FILE_EVENTS]:
             kind = {"created": "created", "deleted": "deleted"}.get(c.status, "updated")
             ws.emit({"event": "file.changed", "path": c.path, "change": kind,
-                     "tool_call_id": touches.get(c.path, (None, None))[1],
+                     "tool_call_id": touches[c.path].tool_call_id if c.path in touches else None,
                      "session": self.session.name, "turn": self.n})
         if len(files) > ws.MAX_FILE_EVENTS:
             ws.emit({"event": "file.changed.more", "more": len(files) - ws.MAX_FILE_EVENTS,
@@ -426,7 +426,7 @@ class Turn:
         ws = self.session.workspace
         store = ws.open_store()
         row = store.meta.turn_row(self.session.name, self.n)
-        if row is not None and row[4] != "open":
+        if row is not None and row.state != "open":
             return self.end()
         return ops.measure_turn(store, ws.options, self.session.name, self.n)
 
@@ -537,7 +537,7 @@ class Step:
         ws = self.session.workspace
         call = self.tool_call_ids[0] if self.tool_call_ids else None
         row = store.meta.turn_row(self.session.name, self.turn) if self.turn else None
-        in_turn = row is not None and row[4] == "open"
+        in_turn = row is not None and row.state == "open"
         if in_turn:
             assert self.turn is not None
             deltas = ops.join_command(store, ws.options, self.session.name, self.turn,

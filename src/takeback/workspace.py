@@ -257,11 +257,9 @@ class Workspace:
         if not self.has_store():
             return DEFAULT_SESSION
         meta = self.open_store().meta
-        row = meta.conn.execute(
-            "SELECT session FROM snapshots WHERE session IS NOT NULL ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        if row is not None:
-            return str(row[0])
+        last = meta.last_recording_session()
+        if last is not None:
+            return last
         sessions = meta.sessions()
         return sessions[0].name if sessions else DEFAULT_SESSION
 

@@ -42,9 +42,9 @@ def resolve(store: Store, ref: str, session: str) -> Resolved:
         if not num.isdigit():
             raise RefError(f"bad turn ref {ref!r}: expected turn:N", ref=ref)
         row = meta.turn_row(session, int(num))
-        if row is None or row[2] is None:
+        if row is None or row.before is None:
             raise RefError(f"no turn {num} in session {session!r}", ref=ref)
-        return Resolved(_must(store, row[2], ref))
+        return Resolved(_must(store, row.before, ref))
     if ref.isdigit():
         n = int(ref)
         st = meta.step(session, n)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from .._fs import check_relpath
 from ..errors import UsageError
 from ..model import Entry, PlanAction, decode_state, encode_state
-from ..store import Store
+from ..store import OpRow, Store
 from . import _engine as engine
 from ._engine import same
 from ._rewind import target_scope
@@ -116,11 +116,11 @@ class _Turn:
 
 
 def _turns(store: Store, session: str) -> list[_Turn]:
-    return [_Turn(int(r[0]), r[2], r[4]) for r in store.meta.turn_rows(session)]
+    return [_Turn(r.n, r.before, r.state) for r in store.meta.turn_rows(session)]
 
 
 def _changes(store: Store, session: str, n: int) -> list[tuple[str, Entry | None, Entry | None]]:
-    return [(r[0], decode_state(r[4]), decode_state(r[5]))
+    return [(r.path, decode_state(r.before), decode_state(r.after))
             for r in store.meta.change_rows(session, n)]
 
 
@@ -235,7 +235,7 @@ def undo(store: Store, opts: Options, session: str, *, turn: int | None = None,
             # The last turn that changed something (or this file): a turn that changed
             # nothing (the agent's reply asking for the undo) is not the one meant.
             done = [t for t in turns if t.state == "done" and any(
-                file is None or c[0] == file for c in store.meta.change_rows(session, t.n))]
+                file is None or c.path == file for c in store.meta.change_rows(session, t.n))]
             if not done:
                 if file is not None:
                     raise UsageError(f"no turn to take {file} back from")
@@ -274,11 +274,12 @@ def redo(store: Store, opts: Options, session: str, *, force: bool = False) -> T
     """
     with store.lock(exclusive=True):
         ops = [op for op in store.meta.ops(session, state="active")
-               if op[1] in ("undo", "undo-file")]
+               if op.kind in ("undo", "undo-file")]
         if not ops:
             return TurnOpResult("redo", [], None, nothing=True)
-        op_id, kind, turns, pre, data, _state = ops[0]
-        if kind == "undo-file":
+        op = ops[0]
+        op_id, turns, pre, data = op.id, op.turns, op.pre, op.data
+        if op.kind == "undo-file":
             return _redo_file(store, opts, session, op_id, pre, data, force=force)
         n = turns[0]
         file = data.get("file")
@@ -365,10 +366,9 @@ def revert(store: Store, opts: Options, session: str, *, to_turn: int,
 
 
 def _move_revert(store: Store, opts: Options, session: str, all_turns: list[_Turn],
-                 op: tuple[int, str, list[int], str | None, dict[str, Any], str],
-                 to_turn: int, force: bool) -> TurnOpResult:
+                 op: OpRow, to_turn: int, force: bool) -> TurnOpResult:
     """Move a standing revert to ``to_turn``: the state that turn left, exactly."""
-    op_id, _kind, reverted, pre, data, _state = op
+    op_id, reverted, data = op.id, op.turns, op.data
     held = set(reverted)
     old_to = int(data.get("to_turn", min(reverted, default=1) - 1))
     if to_turn == old_to:
@@ -416,7 +416,7 @@ def unrevert(store: Store, opts: Options, session: str, *, force: bool = False) 
         ops = store.meta.ops(session, kind="revert", state="active")
         if not ops:
             return TurnOpResult("unrevert", [], None, nothing=True)
-        op_id, _kind, turns, pre, _data, _state = ops[0]
+        op_id, turns, pre = ops[0].id, ops[0].turns, ops[0].pre
         pre_tree = _tree_of(store, pre)
         if pre_tree is None:
             raise UsageError(f"the snapshot taken before the revert ({pre}) is missing")
@@ -458,11 +458,12 @@ def recorded_state(store: Store, session: str, path: str
             if p == path:
                 seen.append((ended.get(t.n, 0.0), f"turn {t.n}", after))
     times = meta.op_times(session)
-    for op_id, kind, nums, _pre, data, _state in meta.ops(session):
-        wrote = data.get("wrote")
+    for op in meta.ops(session):
+        wrote = op.data.get("wrote")
         if isinstance(wrote, dict) and path in wrote:
-            of = f" of turn {', '.join(map(str, nums))}" if nums else ""
-            seen.append((times.get(op_id, 0.0), f"the {kind}{of}", decode_state(wrote[path])))
+            of = f" of turn {', '.join(map(str, op.turns))}" if op.turns else ""
+            seen.append((times.get(op.id, 0.0), f"the {op.kind}{of}",
+                         decode_state(wrote[path])))
     if seen:
         _at, source, state = max(seen, key=lambda x: x[0])
         return source, state

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import stat
 import time
-from typing import cast
 
 from .._fs import SafeRoot
 from ..errors import PathError
@@ -39,7 +38,7 @@ from ..model import (
     decode_state,
     encode_state,
 )
-from ..store import Store
+from ..store import ChangeRow, Store
 from ._engine import same
 from ._patch import line_counts
 from ._rewind import target_scope
@@ -123,9 +122,9 @@ def read_state(store: Store, opts: Options, rel: str, *, text: str | None = None
 
 def open_turn(store: Store, session: str) -> int | None:
     """Return the number of the session's open turn, if any."""
-    for n, _label, _b, _a, state in reversed(store.meta.turn_rows(session)):
-        if state == "open":
-            return int(n)
+    for row in reversed(store.meta.turn_rows(session)):
+        if row.state == "open":
+            return row.n
     return None
 
 
@@ -138,10 +137,10 @@ def begin_turn(store: Store, session: str, label: str, before: str | None) -> in
     meta = store.meta
     with meta.tx():
         rows = meta.turn_rows(session)
-        n = (int(rows[-1][0]) + 1) if rows else 1
+        n = rows[-1].n + 1 if rows else 1
         meta.add_turn(session, n, label, before, time.time())
-        for op_id, _kind, _turns, _pre, _data, _state in meta.ops(session, state="active"):
-            meta.set_op_state(op_id, "final")
+        for op in meta.ops(session, state="active"):
+            meta.set_op_state(op.id, "final")
     return n
 
 
@@ -158,12 +157,12 @@ def touch(store: Store, opts: Options, session: str, turn: int, rel: str, *,
     """
     meta = store.meta
     row = meta.turn_row(session, turn)
-    if row is None or row[4] != "open":
+    if row is None or row.state != "open":
         return False
     kept = meta.touches(session, turn).get(rel)
     if kept is not None:
         with meta.tx():
-            meta.add_touch(session, turn, rel, kept[0], tool_call_id)
+            meta.add_touch(session, turn, rel, kept.state, tool_call_id)
         return False
     entry = read_state(store, opts, rel, text=text)
     if entry is not None and entry.kind == DIR:
@@ -231,12 +230,11 @@ def end_turn(store: Store, opts: Options, session: str, turn: int) -> list[Chang
     return meta.changes(session, turn)
 
 
-def _change_rows(store: Store, opts: Options, session: str, turn: int
-                 ) -> list[tuple[str, str, int, int, str | None, str | None, str | None, int]]:
+def _change_rows(store: Store, opts: Options, session: str, turn: int) -> list[ChangeRow]:
     """The change list's rows: each touched path read again, kept where it differs."""
     rows = []
-    for path, (before_text, _tool) in sorted(store.meta.touches(session, turn).items()):
-        before = decode_state(before_text)
+    for path, kept in sorted(store.meta.touches(session, turn).items()):
+        before = decode_state(kept.state)
         try:
             after = read_state(store, opts, path)
         except (OSError, PathError):
@@ -246,18 +244,22 @@ def _change_rows(store: Store, opts: Options, session: str, turn: int
         # A file that became a folder is deleted (and the other way round, created); the
         # folder stays in the record so that undo and redo expect it and put it back.
         gone = after is None or (after.kind == DIR and before is not None)
-        status = ("created" if before is None or (before.kind == DIR and after is not None)
-                  else "deleted" if gone else "modified")
+        status: ChangeStatus = (
+            "created" if before is None or (before.kind == DIR and after is not None)
+            else "deleted" if gone else "modified")
         added, removed = line_counts(_content(store, before), _content(store, after))
         undoable = before is None or before.kind not in (LARGE, UNREADABLE)
-        rows.append((path, status, added, removed, encode_state(before), encode_state(after),
-                     None if after is None or after.kind == DIR else after.oid, int(undoable)))
+        rows.append(ChangeRow(
+            path=path, status=status, added=added, removed=removed,
+            before=encode_state(before), after=encode_state(after),
+            sha256=None if after is None or after.kind == DIR else after.oid,
+            undoable=undoable))
     return rows
 
 
-def _change(r: tuple[str, str, int, int, str | None, str | None, str | None, int]) -> Change:
-    status = cast(ChangeStatus, r[1])
-    return Change(r[0], status, r[2], r[3], r[6], bool(r[7]), change_kind(status, r[4], r[5]))
+def _change(r: ChangeRow) -> Change:
+    return Change(r.path, r.status, r.added, r.removed, r.sha256, r.undoable,
+                  change_kind(r.status, r.before, r.after))
 
 
 def _content(store: Store, e: Entry | None) -> bytes | None:

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from ._meta import ChangeRow, OpRow, TouchRow, TurnRow
 from ._objects import ObjectStore
 from ._store import FORMAT_VERSION, Store, default_store_path
 
-__all__ = ["FORMAT_VERSION", "ObjectStore", "Store", "default_store_path"]
+__all__ = [
+    "FORMAT_VERSION",
+    "ChangeRow",
+    "ObjectStore",
+    "OpRow",
+    "Store",
+    "TouchRow",
+    "TurnRow",
+    "default_store_path",
+]

@@ -12,12 +12,22 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..model import Change, SessionInfo, SnapshotInfo, StepInfo, change_kind
+from ..model import (
+    Change,
+    ChangeStatus,
+    SessionInfo,
+    SnapshotInfo,
+    StepInfo,
+    TurnState,
+    change_kind,
+)
 from ._sqlite import Tx, columns, damaged, db_path, tables
 
-SCHEMA_VERSION = 1
+#: The version of both databases' tables. 1: a store from before it counted columns,
+#: which may lack some of ``_ADDED_COLUMNS`` (and objects' delta columns); 2: has them all.
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -111,10 +121,92 @@ _ADDED_COLUMNS = (("touches", "at", "REAL NOT NULL DEFAULT 0"),
                   ("snapshots", "unreadable", "TEXT NOT NULL DEFAULT '[]'"),
                   ("snapshots", "unreadable_count", "INTEGER NOT NULL DEFAULT 0"))
 
+#: Opening a store: its version, and whether every table is there, in one query.
+_OPEN_QUERY = (
+    "SELECT (SELECT value FROM meta WHERE key='schema_version'), "
+    "(SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ("
+    + ", ".join(f"'{t}'" for t in _TABLES) + "))"
+)
+
 _SNAP_COLS = (
     "id, tree, created_at, kind, session, turn, step, message, files, skipped, "
     "skipped_count, duration_ms, unreadable, unreadable_count"
 )
+
+
+class TurnRow(NamedTuple):
+    """One turn as stored (its change list is read apart, with :meth:`MetaStore.changes`).
+
+    Attributes:
+        n: the turn's number in its session.
+        label: what the turn was begun with (may be empty).
+        before: the snapshot taken when it began, if one was.
+        after: the snapshot taken when it ended, if one was.
+        state: ``open``, ``done``, ``undone`` or ``reverted``.
+    """
+
+    n: int
+    label: str
+    before: str | None
+    after: str | None
+    state: TurnState
+
+
+class TouchRow(NamedTuple):
+    """What a turn kept of one path before its first write.
+
+    Attributes:
+        state: the path's state before the turn, encoded (None: there was nothing).
+        tool_call_id: the one tool call that changed it (None: unknown, or several).
+    """
+
+    state: str | None
+    tool_call_id: str | None
+
+
+class ChangeRow(NamedTuple):
+    """One row of a turn's change list, as stored.
+
+    Attributes:
+        path: the path, relative to the root.
+        status: ``created``, ``modified`` or ``deleted``.
+        added: lines added.
+        removed: lines removed.
+        before: the state before the turn, encoded (None: nothing was there).
+        after: the state the turn left, encoded (None: it deleted the path).
+        sha256: the content the turn left (None for a deletion or a folder).
+        undoable: false when the state before was never kept (over the size limit).
+    """
+
+    path: str
+    status: ChangeStatus
+    added: int
+    removed: int
+    before: str | None
+    after: str | None
+    sha256: str | None
+    undoable: bool
+
+
+class OpRow(NamedTuple):
+    """One recorded undo, redo, revert, unrevert or one-file undo.
+
+    Attributes:
+        id: its number (a later op has a larger one).
+        kind: ``undo``, ``undo-file``, ``redo``, ``revert``, ``revert-move`` or
+            ``unrevert``.
+        turns: the turns it concerns.
+        pre: the snapshot taken before it wrote anything.
+        data: what it keeps beside (the paths it wrote and the states it wrote there).
+        state: ``active``, ``redone``, ``unreverted`` or ``final``.
+    """
+
+    id: int
+    kind: str
+    turns: list[int]
+    pre: str | None
+    data: dict[str, Any]
+    state: str
 
 
 #: the largest integer SQLite stores; a step or turn number beyond it names no row
@@ -153,18 +245,26 @@ class MetaStore:
     def init_schema(self) -> None:
         """Create the tables of a new store (idempotent: a creation cut short is finished)."""
         self.conn.executescript(_SCHEMA)
-        self._add_columns()
+        self._add_columns(self._missing_columns())
 
     def check_schema(self) -> int:
         """Check an existing store's tables and return its schema version.
 
-        Nothing is created: a table that is missing means the file is damaged (making it
-        empty would read as a store without history). Columns a store made by an earlier
-        takeback lacks are added.
+        One query when the store is whole: every hook call opens the store, so the
+        tables are counted in the same query that reads the version. Nothing is created
+        or changed: a table that is missing means the file is damaged (making it empty
+        would read as a store without history). An older store is brought up to date
+        by :meth:`upgrade`, which the caller runs.
 
         Raises:
             StoreCorruptError: a table or the schema version is missing.
         """
+        try:
+            version, present = self.conn.execute(_OPEN_QUERY).fetchone()
+        except sqlite3.OperationalError:
+            version, present = None, 0  # the meta table is gone: the check below says so
+        if present == len(_TABLES) and isinstance(version, str) and version.isdigit():
+            return int(version)
         path = db_path(self.conn)
         missing = sorted(set(_TABLES) - tables(self.conn))
         if missing:
@@ -172,13 +272,35 @@ class MetaStore:
         version = self.get_meta("schema_version")
         if version is None or not version.isdigit():
             raise damaged(path, "has no schema version")
-        self._add_columns()
         return int(version)
 
-    def _add_columns(self) -> None:
-        for table, column, decl in _ADDED_COLUMNS:
-            if column not in columns(self.conn, table):
-                self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+    def upgrade(self, *, record: bool) -> None:
+        """Add the columns an older store lacks, and record the current schema version.
+
+        One transaction: a store is either upgraded and says so, or left as it was (and
+        upgraded at its next opening).
+
+        Args:
+            record: write the version (false for a store opened read-only, which is
+                only checked: it can be read as long as no column is missing).
+
+        Raises:
+            StoreError: a column is missing and the store cannot be written.
+        """
+        missing = self._missing_columns()
+        if not missing and not record:
+            return
+        with Tx(self.conn):
+            self._add_columns(missing)
+            if record:
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+
+    def _missing_columns(self) -> list[tuple[str, str, str]]:
+        return [(t, c, d) for t, c, d in _ADDED_COLUMNS if c not in columns(self.conn, t)]
+
+    def _add_columns(self, missing: Iterable[tuple[str, str, str]]) -> None:
+        for table, column, decl in missing:
+            self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
 
     def tx(self) -> Tx:
         """Return a write transaction context."""
@@ -336,6 +458,13 @@ class MetaStore:
              int(st.command)),
         )
 
+    def last_recording_session(self) -> str | None:
+        """Return the session of the newest snapshot that has one."""
+        row = self.conn.execute(
+            "SELECT session FROM snapshots WHERE session IS NOT NULL ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else str(row[0])
+
     def set_step_start(self, session: str, n: int, *, before: str, turn: int | None) -> None:
         """Record a step's snapshot before it, and the turn it belongs to."""
         self.conn.execute("UPDATE steps SET before=?, turn=? WHERE session=? AND n=?",
@@ -368,21 +497,22 @@ class MetaStore:
 
     # -- turns, touches, changes, ops ------------------------------------------------
 
-    def turn_row(self, session: str, n: int) -> tuple[Any, ...] | None:
-        """Return (n, label, before, after, state) of one turn (None when there is none)."""
+    def turn_row(self, session: str, n: int) -> TurnRow | None:
+        """Return one turn (None when there is none)."""
         if not _storable(n):
             return None
-        return self.conn.execute(  # type: ignore[no-any-return]
+        row = self.conn.execute(
             "SELECT n, label, before, after, state FROM turns WHERE session=? AND n=?",
             (session, n),
         ).fetchone()
+        return None if row is None else TurnRow(*row)
 
-    def turn_rows(self, session: str) -> list[tuple[Any, ...]]:
-        """Return (n, label, before, after, state) of every turn, in order."""
-        return list(self.conn.execute(
+    def turn_rows(self, session: str) -> list[TurnRow]:
+        """Return every turn of a session, in order."""
+        return [TurnRow(*r) for r in self.conn.execute(
             "SELECT n, label, before, after, state FROM turns WHERE session=? ORDER BY n",
             (session,),
-        ))
+        )]
 
     def turn_end_times(self, session: str) -> dict[int, float]:
         """Return when each ended turn of the session ended."""
@@ -438,38 +568,39 @@ class MetaStore:
         )
         return False
 
-    def touches(self, session: str, turn: int) -> dict[str, tuple[str | None, str | None]]:
-        """Return path -> (state before, tool call id) for a turn's touched files."""
+    def touches(self, session: str, turn: int) -> dict[str, TouchRow]:
+        """Return what a turn kept of each path it touched, by path."""
         rows = self.conn.execute(
             "SELECT path, state, tool_call_id FROM touches WHERE session=? AND turn=?",
             (session, turn),
         )
-        return {_path(r[0]): (r[1], r[2]) for r in rows}
+        return {_path(r[0]): TouchRow(r[1], r[2]) for r in rows}
 
-    def set_changes(self, session: str, turn: int, rows: list[tuple[Any, ...]]) -> None:
-        """Replace a turn's change list.
-
-        Rows are (path, status, added, removed, before, after, sha256, undoable).
-        """
+    def set_changes(self, session: str, turn: int, rows: Iterable[ChangeRow]) -> None:
+        """Replace a turn's change list."""
         self.conn.execute("DELETE FROM changes WHERE session=? AND turn=?", (session, turn))
         self.conn.executemany(
             "INSERT INTO changes(session, turn, path, status, added, removed, before, after, "
             "sha256, undoable) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [(session, turn, os.fsencode(r[0]), *r[1:]) for r in rows],
+            [(session, turn, os.fsencode(r.path), r.status, r.added, r.removed, r.before,
+              r.after, r.sha256, int(r.undoable)) for r in rows],
         )
 
-    def change_rows(self, session: str, turn: int) -> list[tuple[Any, ...]]:
-        """Return (path, status, added, removed, before, after, sha256, undoable) rows."""
-        return [(_path(r[0]), *r[1:]) for r in self.conn.execute(
+    def change_rows(self, session: str, turn: int) -> list[ChangeRow]:
+        """Return a turn's change list as stored (states encoded), in path order."""
+        rows = self.conn.execute(
             "SELECT path, status, added, removed, before, after, sha256, undoable FROM changes "
             "WHERE session=? AND turn=? ORDER BY path", (session, turn),
-        )]
+        )
+        return [ChangeRow(_path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]))
+                for r in rows]
 
     def changes(self, session: str, turn: int) -> list[Change]:
         """Return a turn's change list."""
         return [
-            Change(path=r[0], status=r[1], added=r[2], removed=r[3], sha256=r[6],
-                   undoable=bool(r[7]), kind=change_kind(r[1], r[4], r[5]))
+            Change(path=r.path, status=r.status, added=r.added, removed=r.removed,
+                   sha256=r.sha256, undoable=r.undoable,
+                   kind=change_kind(r.status, r.before, r.after))
             for r in self.change_rows(session, turn)
         ]
 
@@ -484,8 +615,8 @@ class MetaStore:
         return int(cur.lastrowid or 0)
 
     def ops(self, session: str, kind: str | None = None, state: str | None = None
-            ) -> list[tuple[int, str, list[int], str | None, dict[str, Any], str]]:
-        """Return ops newest first as (id, kind, turns, pre, data, state)."""
+            ) -> list[OpRow]:
+        """Return a session's ops (of one kind, in one state), newest first."""
         sql = "SELECT id, kind, turns, pre, data, state FROM ops WHERE session=?"
         args: list[Any] = [session]
         if kind is not None:
@@ -496,7 +627,7 @@ class MetaStore:
             args.append(state)
         sql += " ORDER BY id DESC"
         return [
-            (r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5])
+            OpRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5])
             for r in self.conn.execute(sql, args)
         ]
 

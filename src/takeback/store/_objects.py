@@ -18,11 +18,11 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import StoreCorruptError
 from ..model import Tree, decode_tree
-from ._sqlite import Tx, columns, damaged, tables
+from ._sqlite import Tx, columns, damaged
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects(
@@ -45,8 +45,16 @@ _MIN_DELTA = 256
 #: Above this size a base is not read back to compress against (memory and time).
 _MAX_DELTA = 4 << 20
 
-#: A pending object: kind, raw size, packed bytes, base id (or None), chain depth.
-_Pending = tuple[str, int, bytes, str | None, int]
+
+class _Pending(NamedTuple):
+    """An object put but not yet committed, as its row will hold it."""
+
+    kind: str
+    size: int
+    data: bytes
+    base: str | None
+    depth: int
+
 
 
 class ObjectStore:
@@ -68,23 +76,40 @@ class ObjectStore:
     def init_schema(self) -> None:
         """Create the table of a new store (idempotent: a creation cut short is finished)."""
         self.conn.executescript(_SCHEMA)
-        self._add_columns()
+        if self._lacks_deltas():
+            self._add_delta_columns()
 
     def check_schema(self) -> None:
-        """Check an existing store's table; nothing is created.
+        """Check an existing store's table in one query; nothing is created or changed.
+
+        Its columns are the metadata's schema version's business (see :meth:`upgrade`).
 
         Raises:
             StoreCorruptError: the objects table is missing (the file is damaged).
         """
-        if "objects" not in tables(self.conn):
+        (present,) = self.conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='objects'"
+        ).fetchone()
+        if not present:
             raise damaged(self.path, "has lost its table: objects")
-        self._add_columns()
 
-    def _add_columns(self) -> None:
-        if "base" not in columns(self.conn, "objects"):
-            # a store made before deltas: the columns are added
-            self.conn.execute("ALTER TABLE objects ADD COLUMN base TEXT")
-            self.conn.execute("ALTER TABLE objects ADD COLUMN depth INTEGER NOT NULL DEFAULT 0")
+    def upgrade(self) -> None:
+        """Add the columns a store made before deltas lacks (in one transaction).
+
+        Raises:
+            StoreError: a column is missing and the store cannot be written.
+        """
+        if self._lacks_deltas():
+            with Tx(self.conn):
+                self._add_delta_columns()
+
+    def _lacks_deltas(self) -> bool:
+        """Whether the table is from a store made before deltas."""
+        return "base" not in columns(self.conn, "objects")
+
+    def _add_delta_columns(self) -> None:
+        self.conn.execute("ALTER TABLE objects ADD COLUMN base TEXT")
+        self.conn.execute("ALTER TABLE objects ADD COLUMN depth INTEGER NOT NULL DEFAULT 0")
 
     def _z(self) -> Any:
         if self._zstd is None:
@@ -134,7 +159,7 @@ class ObjectStore:
                     delta = z.ZstdCompressor(level=3, dict_data=d).compress(data)
                     if len(delta) < len(packed):
                         packed, used, depth = delta, base, base_depth + 1
-        self._pending[oid] = (kind, len(data), packed, used, depth)
+        self._pending[oid] = _Pending(kind, len(data), packed, used, depth)
         self._pending_bytes += len(packed)
         if self._pending_bytes >= _BATCH_BYTES:
             self.flush()
@@ -143,7 +168,7 @@ class ObjectStore:
     def _depth(self, oid: str) -> int | None:
         pending = self._pending.get(oid)
         if pending is not None:
-            return pending[4]
+            return pending.depth
         row = self.conn.execute("SELECT depth FROM objects WHERE oid=?", (oid,)).fetchone()
         return None if row is None else int(row[0])
 
@@ -200,7 +225,7 @@ class ObjectStore:
             return cached
         pending = self._pending.get(oid)
         if pending is not None:
-            packed, base = pending[2], pending[3]
+            packed, base = pending.data, pending.base
         else:
             row = self.conn.execute(
                 "SELECT data, base FROM objects WHERE oid=?", (oid,)

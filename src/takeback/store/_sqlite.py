@@ -93,6 +93,9 @@ class _Cursor(sqlite3.Cursor):
 class _Connection(sqlite3.Connection):
     """A connection whose shortcuts (``execute`` and friends) use :class:`_Cursor`."""
 
+    #: whether the settings a write needs are made (see :func:`prepare_writes`)
+    writes_prepared = False
+
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
         return _Cursor(self).execute(sql, parameters)
 
@@ -141,10 +144,31 @@ def check_file(path: str) -> None:
         raise damaged(path, f"is cut short ({st.st_size} of {pages * page_size} bytes)")
 
 
+def prepare_writes(conn: sqlite3.Connection) -> None:
+    """Make the per-connection settings that writes need, once per connection.
+
+    ``synchronous=FULL`` (a committed transaction survives a power cut, which WAL alone
+    does not promise) and foreign keys (no row may name a snapshot that is not there).
+    Reads need neither, so an existing store pays for them at its first write (see
+    :class:`Tx`), not when it is opened: a hook call that only reads runs no pragma.
+    Foreign keys cannot be turned on inside a transaction, hence before ``BEGIN``.
+    """
+    if getattr(conn, "writes_prepared", False):
+        return
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    if isinstance(conn, _Connection):
+        conn.writes_prepared = True
+
+
 def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Connection:
     """Open (or make) a database file with mode 0600, WAL journaling and a busy timeout.
 
-    Connections run in autocommit mode; writers open their own ``BEGIN IMMEDIATE``.
+    Connections run in autocommit mode; writers open their own ``BEGIN IMMEDIATE``
+    through :class:`Tx`. Opening an existing file runs no statement: WAL journaling is
+    kept in the file (it is set once, when the file is made), and what writes need is
+    set by :func:`prepare_writes` before the first one. A file SQLite cannot read fails
+    at the first query instead (the caller's schema check).
 
     Args:
         path: the database file.
@@ -172,14 +196,12 @@ def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Conne
             uri = f"file:{quote(path)}?mode=ro" + ("&immutable=1" if immutable else "")
             conn = sqlite3.connect(uri, uri=True, timeout=60.0, isolation_level=None,
                                    check_same_thread=False, factory=_Connection)
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         else:
             conn = sqlite3.connect(path, timeout=60.0, isolation_level=None,
                                    check_same_thread=False, factory=_Connection)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA foreign_keys=ON")
+            if create:
+                conn.execute("PRAGMA journal_mode=WAL")
+                prepare_writes(conn)
     except StoreCorruptError:
         raise
     except sqlite3.DatabaseError as e:
@@ -217,6 +239,7 @@ class Tx:
 
     def __enter__(self) -> sqlite3.Connection:
         try:
+            prepare_writes(self.conn)
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as e:
             raise StoreError(f"cannot write to the store: {e}", path=db_path(self.conn)) from e

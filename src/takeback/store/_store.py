@@ -125,6 +125,11 @@ class Store:
             meta = MetaStore(opened[-1])
             objects.check_schema()
             schema = meta.check_schema()
+            if schema < SCHEMA_VERSION:
+                # Once per store: written by an older takeback, its columns are checked
+                # (and added) and the version recorded, so the next opening is one query.
+                objects.upgrade()
+                meta.upgrade(record=not readonly)
         except sqlite3.Error as e:
             for conn in opened:
                 conn.close()
