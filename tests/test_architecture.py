@@ -235,3 +235,53 @@ def test_every_error_carries_a_documented_exit_code() -> None:
     by_meaning = {errors.RestoreError: 1, errors.RefError: 2, errors.ConflictError: 3}
     for cls, code in by_meaning.items():
         assert cls.exit_code == code
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every module of the package and the package modules it imports (any import at all:
+    at the top, inside a function, or for type checking only)."""
+    names = {".".join(p.relative_to(PKG).with_suffix("").parts) for p in PKG.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in PKG.rglob("*.py"):
+        mod = ".".join(path.relative_to(PKG).with_suffix("").parts)
+        package = mod.split(".")[:-1] if path.name != "__init__.py" else mod.split(".")[:-1]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package[: len(package) - (node.level - 1)]
+                target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}" if target else alias.name
+                    known = sub in names or f"{sub}.__init__" in names
+                    targets.append(sub if known else target)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("takeback"):
+                targets.append(str(node.module).removeprefix("takeback").lstrip("."))
+            for t in targets:
+                t = t or "__init__"
+                if t not in names and f"{t}.__init__" in names:
+                    t = f"{t}.__init__"
+                if t in names and t != mod:
+                    edges.add(t)
+        graph[mod] = edges
+    return graph
+
+
+def test_no_module_imports_itself_back() -> None:
+    graph = _module_graph()
+    cycles = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for mod in sorted(graph):
+        if mod not in state:
+            visit(mod, [mod])
+    assert cycles == []

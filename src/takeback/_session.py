@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import ops
 from .errors import RestoreError, TakebackError, UsageError
@@ -26,13 +26,40 @@ from .scan import in_scope
 
 if TYPE_CHECKING:
     from .store import Store
-    from .workspace import Workspace
+
+
+class Host(Protocol):
+    """What a session needs of its workspace: the folder, the store, options and events.
+
+    ``Workspace`` is one; the session layer depends on this, not on the workspace module,
+    so the two do not import each other.
+    """
+
+    root: str
+    store_path: str
+    options: ops.Options
+    MAX_FILE_EVENTS: int
+
+    def open_store(self, *, create: bool = False) -> Store: ...  # noqa: D102
+
+    def has_store(self) -> bool: ...  # noqa: D102
+
+    def emit(self, event: dict[str, Any]) -> None: ...  # noqa: D102
+
+    def rel(self, path: str | os.PathLike[str], *, base: str | None = None,  # noqa: D102
+            follow: bool = True) -> str: ...
+
+    def announce_snapshot(self, snapshot_id: str | None) -> None: ...  # noqa: D102
+
+    def announce_restore(self, op: str, session: str, written: dict[str, str], *,  # noqa: D102
+                         pre: str | None, turns: list[int], left: int,
+                         conflicts: Sequence[str] = ()) -> None: ...
 
 
 class Session:
     """One agent conversation or run; its baseline snapshot is taken on first use."""
 
-    def __init__(self, workspace: Workspace, name: str) -> None:
+    def __init__(self, workspace: Host, name: str) -> None:
         self.workspace = workspace
         self.name = name
 
@@ -229,8 +256,7 @@ class Session:
         # is for the engine to refuse, not a reason to look elsewhere.
         rel = ws.rel(file, follow=False) if file is not None else None
         return self._take_back(lambda store: ops.undo(store, ws.options, self.name, turn=turn,
-                                                      file=rel, force=force,
-                                                      close_open=end_open),
+                                                      file=rel, force=force),
                                end_open=end_open)
 
     def undo_file(self, file: str | os.PathLike[str], *, force: bool = False
@@ -306,9 +332,9 @@ class Session:
         try:
             result = op(store)
         except RestoreError as e:
-            ws._announce_pre(e.undo_id)
+            ws.announce_snapshot(e.undo_id)
             raise
-        ws._announce_pre(result.pre)
+        ws.announce_snapshot(result.pre)
         if not result.nothing:
             ws.announce_restore(result.kind, self.name, {
                 p: result.actions.get(p.rstrip("/"), "M") for p in result.restored},

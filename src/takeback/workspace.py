@@ -14,6 +14,7 @@ from typing import Any
 
 from . import ops
 from ._fs import to_rel
+from ._session import Session, Step, Turn
 from .errors import PathError, RestoreError, ScanError, TakebackError, UsageError
 from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import DiffResult, FileDiff, Options, Resolved
@@ -230,8 +231,6 @@ class Workspace:
             name: the session's name; None: the session that recorded last (as the
                 command line does), else ``default``.
         """
-        from ._session import Session
-
         if name is None:
             name = self.active_session()
         if not name or "\n" in name:
@@ -363,20 +362,21 @@ class Workspace:
             done = ops.rewind(store, self.options, target, paths=rels, dry_run=dry_run,
                               session=session, on_progress=on_progress)
         except RestoreError as e:
-            self._announce_pre(e.undo_id)
+            self.announce_snapshot(e.undo_id)
             raise
         result = RewindResult(done.plan, target, resolved.note, dry_run, done.pre,
                               done.restored, done.not_restored, done.kept_dirs, done.left)
         if not dry_run:
-            self._announce_pre(done.pre)
+            self.announce_snapshot(done.pre)
             actions = {i.path: i.action for i in done.plan.items}
             self.announce_restore("rewind", session, {p: actions.get(p, "M")
                                                       for p in done.restored},
                                   pre=done.pre, turns=[], left=len(done.left))
         return result
 
-    def _announce_pre(self, pre: str | None) -> None:
-        snap = self.open_store().meta.snapshot(pre) if pre else None
+    def announce_snapshot(self, snapshot_id: str | None) -> None:
+        """Send ``snapshot.taken`` for a snapshot taken on the listeners' behalf."""
+        snap = self.open_store().meta.snapshot(snapshot_id) if snapshot_id else None
         if snap is not None:
             self.emit({"event": "snapshot.taken", "id": snap.id, "files": snap.files,
                        "duration_ms": snap.duration_ms})
@@ -409,9 +409,6 @@ class Workspace:
                    "pre": pre, "restored": len(written), "left": left,
                    "conflicts": list(conflicts)})
 
-
-# Imported last: the session module builds on Workspace.
-from ._session import Session, Step, Turn  # noqa: E402
 
 __all__ = ["DEFAULT_SESSION", "Event", "RewindResult", "Session", "Step", "TakebackError",
            "Turn", "Workspace", "find_root"]

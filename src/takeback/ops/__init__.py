@@ -16,7 +16,6 @@ from ._takeback import TurnOpResult, recorded_state, redo, revert, undo, undo_fi
 from ._treediff import diff_trees, lookup, under
 from ._turns import (
     begin_turn,
-    close_open_turn,
     end_turn,
     finish_open_steps,
     join_command,
@@ -35,7 +34,6 @@ __all__ = [
     "RewindOutcome",
     "TurnOpResult",
     "begin_turn",
-    "close_open_turn",
     "diff",
     "diff_trees",
     "end_turn",

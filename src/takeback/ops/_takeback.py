@@ -9,7 +9,8 @@ state it wrote to each path (so a later one-file undo knows what the record says
 holds now).
 
 Undo and revert while a turn is still open (a design choice): the open turn is ended
-first, its change list made as at any end, and it is then the last turn. With hooks, an
+first (by the API, the one place turns end, so that their events go out), its change
+list made as at any end, and it is then the last turn. With hooks, an
 interrupted reply leaves its turn open, and the person who types ``takeback undo`` means
 that reply; undoing the last *ended* turn instead would skip the newest changes. A plain
 undo takes back the last turn that changed something: a turn with an empty change list
@@ -42,7 +43,6 @@ from ._engine import same
 from ._rewind import target_scope
 from ._snapshot import Options, take
 from ._treediff import diff_trees, lookup
-from ._turns import close_open_turn
 
 if TYPE_CHECKING:
     from ..store._meta import MetaStore
@@ -207,8 +207,7 @@ def _run(store: Store, opts: Options, session: str, kind: str, turns: list[int],
 
 
 def undo(store: Store, opts: Options, session: str, *, turn: int | None = None,
-         file: str | None = None, force: bool = False, close_open: bool = True
-         ) -> TurnOpResult:
+         file: str | None = None, force: bool = False) -> TurnOpResult:
     """Take back a turn (the last one that changed something, or ``turn``), or one file of it.
 
     Args:
@@ -219,7 +218,6 @@ def undo(store: Store, opts: Options, session: str, *, turn: int | None = None,
             ``file``, the last done turn that changed it).
         file: take back only this path (relative to the root) of the turn.
         force: overwrite files changed since the turn.
-        close_open: end an open turn first (false: leave it, and take back an ended one).
 
     Raises:
         ConflictError: a file changed after the turn (and ``force`` is false).
@@ -227,8 +225,6 @@ def undo(store: Store, opts: Options, session: str, *, turn: int | None = None,
     """
     if file is not None:
         check_relpath(file)
-    if close_open:
-        close_open_turn(store, opts, session)
     with store.lock(exclusive=True):
         turns = _turns(store, session)
         if turn is None:
@@ -322,15 +318,15 @@ def revert(store: Store, opts: Options, session: str, *, to_turn: int,
            force: bool = False) -> TurnOpResult:
     """Take back every turn after ``to_turn`` at once (or move a standing revert there).
 
-    Each file goes back to its state before the first of those turns changed it. An open
-    turn is ended first. While a revert stands, the workspace goes to exactly the state
-    ``to_turn`` names: the reverted turns up to it come back, later ones are taken back.
+    Each file goes back to its state before the first of those turns changed it (the
+    caller ends an open turn first). While a revert stands, the workspace goes to exactly
+    the state ``to_turn`` names: the reverted turns up to it come back, later ones are
+    taken back.
 
     Raises:
         ConflictError: a file changed after the turn that last changed it.
         UsageError: ``to_turn`` is not 0 or a turn of the session.
     """
-    close_open_turn(store, opts, session)
     with store.lock(exclusive=True):
         all_turns = _turns(store, session)
         last = all_turns[-1].n if all_turns else 0
@@ -532,15 +528,14 @@ def undo_file(store: Store, opts: Options, session: str, path: str, *,
 
     A file the session created is removed (and the folders made for it, when empty). The
     file is checked against what the record says it holds now (what the last turn or
-    operation left there): a person's edit since is a conflict. An open turn is ended
-    first.
+    operation left there): a person's edit since is a conflict (the caller ends an open
+    turn first).
 
     Raises:
         ConflictError: the file changed since the record's last word on it.
         UsageError: the session did not change the path.
     """
     check_relpath(path)
-    close_open_turn(store, opts, session)
     with store.lock(exclusive=True):
         ref, snap, before = _first_change(store, session, path)
         source, now = recorded_state(store, session, path)

@@ -268,17 +268,6 @@ def _content(store: Store, e: Entry | None) -> bytes | None:
     return store.objects.get(e.oid)
 
 
-# -- closing --------------------------------------------------------------------------
-
-
-def close_open_turn(store: Store, opts: Options, session: str) -> None:
-    """End the session's open turn, if any (its interrupted commands finished first)."""
-    n = open_turn(store, session)
-    if n is not None:
-        finish_open_steps(store, opts, session, n)
-        end_turn(store, opts, session, n)
-
-
 def finish_open_steps(store: Store, opts: Options, session: str, turn: int) -> list[int]:
     """Finish the turn's command steps that never got their after-snapshot.
 
