@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import ops
-from .errors import RestoreError, TakebackError, UsageError
+from .errors import TakebackError, UsageError
 from .model import DIR, Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
 from .scan import in_scope
 
@@ -42,14 +42,14 @@ class Host(Protocol):
 
     def open_store(self, *, create: bool = False) -> Store: ...  # noqa: D102
 
+    def recording(self, *, create: bool = False) -> ops.Recording: ...  # noqa: D102
+
     def has_store(self) -> bool: ...  # noqa: D102
 
     def emit(self, event: dict[str, Any]) -> None: ...  # noqa: D102
 
     def rel(self, path: str | os.PathLike[str], *, base: str | None = None,  # noqa: D102
             follow: bool = True) -> str: ...
-
-    def announce_snapshot(self, snapshot_id: str | None) -> None: ...  # noqa: D102
 
     def announce_restore(self, op: str, session: str, written: dict[str, str], *,  # noqa: D102
                          pre: str | None, turns: list[int], left: int,
@@ -72,10 +72,8 @@ class Session:
         info = store.meta.session(self.name)
         if info is not None:
             return info
-        snap = ops.take(store, self.workspace.options, kind="baseline", session=self.name,
-                        message="session start")
-        self.workspace.emit({"event": "snapshot.taken", "id": snap.id, "files": snap.files,
-                             "duration_ms": snap.duration_ms})
+        snap = ops.take(self.workspace.recording(create=True), kind="baseline",
+                        session=self.name, message="session start")
         with store.meta.tx():
             if store.meta.session(self.name) is None:
                 store.meta.add_session(SessionInfo(self.name, snap.id, time.time()))
@@ -154,14 +152,12 @@ class Session:
                       message: str = "") -> SnapshotInfo | None:
         ws = self.workspace
         try:
-            snap = ops.take(ws.open_store(create=True), ws.options, kind=kind,
+            snap = ops.take(ws.recording(create=True), kind=kind,
                             session=self.name, turn=turn, step=step, message=message)
         except Exception as e:  # noqa: BLE001 - a failed snapshot never stops the agent
             ws.emit({"event": "snapshot.failed", "reason": _reason(e), "session": self.name,
                      "turn": turn, "step": step})
             return None
-        ws.emit({"event": "snapshot.taken", "id": snap.id, "files": snap.files,
-                 "duration_ms": snap.duration_ms})
         return snap
 
     def steps(self) -> list[StepInfo]:
@@ -255,7 +251,7 @@ class Session:
         # A restore names the place as written: a folder on the way that is a link now
         # is for the engine to refuse, not a reason to look elsewhere.
         rel = ws.rel(file, follow=False) if file is not None else None
-        return self._take_back(lambda store: ops.undo(store, ws.options, self.name, turn=turn,
+        return self._take_back(lambda rec: ops.undo(rec, self.name, turn=turn,
                                                       file=rel, force=force),
                                end_open=end_open)
 
@@ -285,7 +281,7 @@ class Session:
         rel = ws.rel(file, follow=False)
         if not rel:
             raise UsageError("undo_file takes a file, not the whole workspace")
-        return self._take_back(lambda store: ops.undo_file(store, ws.options, self.name, rel,
+        return self._take_back(lambda rec: ops.undo_file(rec, self.name, rel,
                                                            force=force), end_open=True)
 
     def redo(self, *, force: bool = False) -> ops.TurnOpResult:
@@ -294,8 +290,7 @@ class Session:
         Raises:
             ConflictError: a file changed since the undo; nothing was written.
         """
-        ws = self.workspace
-        return self._take_back(lambda store: ops.redo(store, ws.options, self.name,
+        return self._take_back(lambda rec: ops.redo(rec, self.name,
                                                       force=force), end_open=False)
 
     def revert(self, *, to_turn: int, force: bool = False) -> ops.TurnOpResult:
@@ -305,8 +300,7 @@ class Session:
             ConflictError: a file changed after the turn that last changed it.
             UsageError: ``to_turn`` is not 0 or a turn of the session.
         """
-        ws = self.workspace
-        return self._take_back(lambda store: ops.revert(store, ws.options, self.name,
+        return self._take_back(lambda rec: ops.revert(rec, self.name,
                                                         to_turn=to_turn, force=force),
                                end_open=True)
 
@@ -316,25 +310,18 @@ class Session:
         Raises:
             ConflictError: a file changed since the revert.
         """
-        ws = self.workspace
-        return self._take_back(lambda store: ops.unrevert(store, ws.options, self.name,
+        return self._take_back(lambda rec: ops.unrevert(rec, self.name,
                                                           force=force), end_open=False)
 
-    def _take_back(self, op: Callable[[Store], ops.TurnOpResult], *,
+    def _take_back(self, op: Callable[[ops.Recording], ops.TurnOpResult], *,
                    end_open: bool) -> ops.TurnOpResult:
         ws = self.workspace
-        store = ws.open_store()
         if end_open:
-            # Ended here rather than in ops, so that its file.changed events go out.
+            # The one place an open turn ends before a take-back: its events go out.
             current = self.current_turn()
             if current is not None:
                 current.end()
-        try:
-            result = op(store)
-        except RestoreError as e:
-            ws.announce_snapshot(e.undo_id)
-            raise
-        ws.announce_snapshot(result.pre)
+        result = op(ws.recording())
         if not result.nothing:
             ws.announce_restore(result.kind, self.name, {
                 p: result.actions.get(p.rstrip("/"), "M") for p in result.restored},
@@ -406,8 +393,7 @@ class Turn:
         if not rel or not in_scope(ws.root, rel, exclude_env=ws.options.exclude_env,
                                    exclude=(ws.store_path,)):
             return False
-        store = ws.open_store(create=True)
-        return ops.touch(store, ws.options, self.session.name, self.n, rel,
+        return ops.touch(ws.recording(create=True), self.session.name, self.n, rel,
                          text=text if not os.path.islink(os.path.join(ws.root, rel)) else None,
                          tool_call_id=tool_call_id)
 
@@ -427,8 +413,8 @@ class Turn:
         touches = store.meta.touches(self.session.name, self.n)
         # A command interrupted in this turn never got its after-snapshot: take it now,
         # or the turn's change list (and so undo) would miss what the command did.
-        ops.finish_open_steps(store, ws.options, self.session.name, self.n)
-        self._changes = ops.end_turn(store, ws.options, self.session.name, self.n)
+        ops.finish_open_steps(ws.recording(), self.session.name, self.n)
+        self._changes = ops.end_turn(ws.recording(), self.session.name, self.n)
         # file.changed is of files; the change list holds folders too.
         files = [c for c in self._changes if c.kind != "folder"]
         for c in files[:ws.MAX_FILE_EVENTS]:
@@ -454,7 +440,7 @@ class Turn:
         row = store.meta.turn_row(self.session.name, self.n)
         if row is not None and row.state != "open":
             return self.end()
-        return ops.measure_turn(store, ws.options, self.session.name, self.n)
+        return ops.measure_turn(ws.recording(), self.session.name, self.n)
 
 
 class Step:
@@ -566,7 +552,7 @@ class Step:
         in_turn = row is not None and row.state == "open"
         if in_turn:
             assert self.turn is not None
-            deltas = ops.join_command(store, ws.options, self.session.name, self.turn,
+            deltas = ops.join_command(ws.recording(), self.session.name, self.turn,
                                       self.before.tree, self.after.tree, call,
                                       before_at=self.before.created_at)
         else:

@@ -15,7 +15,7 @@ from typing import Any
 from . import ops
 from ._fs import to_rel
 from ._session import Session, Step, Turn
-from .errors import PathError, RestoreError, ScanError, TakebackError, UsageError
+from .errors import PathError, ScanError, TakebackError, UsageError
 from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import DiffResult, FileDiff, Options, Resolved
 from .store import Store, default_store_path
@@ -163,9 +163,17 @@ class Workspace:
         """Call ``callback`` with every event (it is also logged in the store)."""
         self._listeners.append(callback)
 
+    def recording(self, *, create: bool = False) -> ops.Recording:
+        """Return what the use cases work with: the store, the options, and this sink.
+
+        Raises:
+            StoreMissingError: there is no store and ``create`` is false.
+        """
+        return ops.Recording(self.open_store(create=create), self.options, self.emit)
+
     def emit(self, event: Event) -> None:
         """Log an event in the store and hand it to the listeners (never raises)."""
-        if self._store is not None and event.get("event") != "snapshot.taken":
+        if self._store is not None:
             self._store.log_event(event)
         for cb in self._listeners:
             try:
@@ -215,13 +223,10 @@ class Workspace:
         Raises:
             ScanError: the workspace cannot be read.
         """
-        store = self.open_store(create=True)
         if session is not None:
             self.session(session).start()
-        info = ops.take(store, self.options, kind=kind, session=session, message=message,
-                        on_progress=on_progress)
-        self.emit({"event": "snapshot.taken", "id": info.id, "files": info.files,
-                   "duration_ms": info.duration_ms})
+        info = ops.take(self.recording(create=True), kind=kind, session=session,
+                        message=message, on_progress=on_progress)
         return info
 
     def session(self, name: str | None = None) -> Session:
@@ -353,33 +358,20 @@ class Workspace:
                 nothing was written.
             RestoreError: writes failed part way (what was done is attached).
         """
-        store = self.open_store()
         session = session or self.active_session()
         resolved = self.resolve(to, session=session)
         target = resolved.snapshot
         rels = [self.rel(p, follow=False) for p in paths] if paths is not None else None
-        try:
-            done = ops.rewind(store, self.options, target, paths=rels, dry_run=dry_run,
-                              session=session, on_progress=on_progress)
-        except RestoreError as e:
-            self.announce_snapshot(e.undo_id)
-            raise
+        done = ops.rewind(self.recording(), target, paths=rels, dry_run=dry_run,
+                          session=session, on_progress=on_progress)
         result = RewindResult(done.plan, target, resolved.note, dry_run, done.pre,
                               done.restored, done.not_restored, done.kept_dirs, done.left)
         if not dry_run:
-            self.announce_snapshot(done.pre)
             actions = {i.path: i.action for i in done.plan.items}
             self.announce_restore("rewind", session, {p: actions.get(p, "M")
                                                       for p in done.restored},
                                   pre=done.pre, turns=[], left=len(done.left))
         return result
-
-    def announce_snapshot(self, snapshot_id: str | None) -> None:
-        """Send ``snapshot.taken`` for a snapshot taken on the listeners' behalf."""
-        snap = self.open_store().meta.snapshot(snapshot_id) if snapshot_id else None
-        if snap is not None:
-            self.emit({"event": "snapshot.taken", "id": snap.id, "files": snap.files,
-                       "duration_ms": snap.duration_ms})
 
     def announce_restore(self, op: str, session: str, written: dict[str, str], *,
                          pre: str | None, turns: list[int], left: int,

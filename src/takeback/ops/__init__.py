@@ -11,7 +11,7 @@ from ._diff import DiffResult, FileDiff, diff, read_entry
 from ._patch import is_binary, line_counts, quote_path
 from ._refs import Resolved, resolve
 from ._rewind import RewindOutcome, rewind
-from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, record, scan, take
+from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
 from ._takeback import TurnOpResult, recorded_state, redo, revert, undo, undo_file, unrevert
 from ._treediff import diff_trees, lookup, under
 from ._turns import (
@@ -30,6 +30,7 @@ __all__ = [
     "DiffResult",
     "FileDiff",
     "Options",
+    "Recording",
     "Resolved",
     "RewindOutcome",
     "TurnOpResult",

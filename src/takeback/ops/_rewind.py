@@ -14,7 +14,7 @@ from ..model import Entry, Plan, PlanItem, SnapshotInfo
 from ..scan import TreeScope
 from ..store import Store
 from . import _engine as engine
-from ._snapshot import Options, record, scan
+from ._snapshot import Options, Recording, record, scan
 from ._treediff import diff_trees, under
 
 
@@ -64,7 +64,7 @@ def plan(store: Store, opts: Options, current: str, target: SnapshotInfo,
                 left=dict(checked.left)), checked
 
 
-def rewind(store: Store, opts: Options, target: SnapshotInfo, *,
+def rewind(rec: Recording, target: SnapshotInfo, *,
            paths: Sequence[str] | None = None, dry_run: bool = False,
            session: str | None = None,
            on_progress: Callable[[int, int], None] | None = None) -> RewindOutcome:
@@ -75,12 +75,13 @@ def rewind(store: Store, opts: Options, target: SnapshotInfo, *,
             or what it must write; nothing was written.
         RestoreError: writes failed part way (what was done is attached).
     """
+    store, opts = rec.store, rec.options
     if dry_run:
         with store.lock(exclusive=False):
             now = scan(store, opts).tree
         return RewindOutcome(plan(store, opts, now, target, paths)[0])
     with store.lock(exclusive=True):
-        pre = record(store, scan(store, opts), kind="pre-rewind", session=session,
+        pre = record(rec, scan(store, opts), kind="pre-rewind", session=session,
                      message=f"before rewind to {target.id[:10]}")
         the_plan, checked = plan(store, opts, pre.tree, target, paths)
         done = engine.apply(store, checked, pre=pre.id, on_progress=on_progress, journal={

@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..model import SnapshotInfo
 from ..scan import CACHE_KEY, Scanner, ScanResult
@@ -21,6 +22,22 @@ class Options:
 
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     exclude_env: bool = True
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What every use case works with: the open store, the options, where events go.
+
+    Attributes:
+        store: the open store (its root is the workspace).
+        options: the workspace's options.
+        emit: takes each event (``snapshot.taken``, ...): logs it in the store and tells
+            the listeners (``Workspace.emit``; ``store.log_event`` only logs).
+    """
+
+    store: Store
+    options: Options
+    emit: Callable[[dict[str, Any]], None]
 
 
 def scan(store: Store, opts: Options, *,
@@ -52,9 +69,10 @@ def scan(store: Store, opts: Options, *,
     return result
 
 
-def record(store: Store, result: ScanResult, *, kind: str, session: str | None = None,
+def record(rec: Recording, result: ScanResult, *, kind: str, session: str | None = None,
            turn: int | None = None, step: int | None = None, message: str = "") -> SnapshotInfo:
-    """Write the snapshot row for a scan whose objects are committed."""
+    """Write the snapshot row for a scan whose objects are committed; say so to the sink."""
+    store = rec.store
     created = time.time()
     body = json.dumps(
         [result.tree, created, kind, session, turn, step, message], separators=(",", ":")
@@ -68,16 +86,17 @@ def record(store: Store, result: ScanResult, *, kind: str, session: str | None =
     )
     with store.meta.tx():
         store.meta.add_snapshot(info)
-    store.log_event({"event": "snapshot.taken", "id": info.id, "files": info.files,
-                     "duration_ms": info.duration_ms, "at": created})
+    rec.emit({"event": "snapshot.taken", "id": info.id, "files": info.files,
+              "duration_ms": info.duration_ms, "at": created})
     return info
 
 
-def take(store: Store, opts: Options, *, kind: str, session: str | None = None,
+def take(rec: Recording, *, kind: str, session: str | None = None,
          turn: int | None = None, step: int | None = None, message: str = "",
          on_progress: Callable[[int], None] | None = None) -> SnapshotInfo:
     """Scan and record a snapshot; the order is objects, trees, then the row."""
+    store, opts = rec.store, rec.options
     with store.lock(exclusive=False):
         result = scan(store, opts, on_progress=on_progress)
-        return record(store, result, kind=kind, session=session, turn=turn, step=step,
+        return record(rec, result, kind=kind, session=session, turn=turn, step=step,
                       message=message)

@@ -41,7 +41,7 @@ from ..store import OpRow, Store
 from . import _engine as engine
 from ._engine import same
 from ._rewind import target_scope
-from ._snapshot import Options, take
+from ._snapshot import Recording, take
 from ._treediff import diff_trees, lookup
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def _tree_of(store: Store, snapshot_id: str | None) -> str | None:
     return None if snap is None else snap.tree
 
 
-def _run(store: Store, opts: Options, session: str, kind: str, turns: list[int],
+def _run(rec: Recording, session: str, kind: str, turns: list[int],
          pairs: list[_Pair] | Callable[[str], list[_Pair]], *, force: bool,
          describe: Callable[[str], str],
          target_tree: str | None, prune: bool, data: dict[str, Any],
@@ -140,8 +140,7 @@ def _run(store: Store, opts: Options, session: str, kind: str, turns: list[int],
     """Snapshot, check, write through the engine, and record one operation (under the lock).
 
     Args:
-        store: the open store (the caller holds its exclusive lock).
-        opts: the workspace's options.
+        rec: the store (the caller holds its exclusive lock), options and event sink.
         session: the session's name.
         kind: what it is called in the journal and the result.
         turns: the turns it concerns, for the record.
@@ -163,8 +162,9 @@ def _run(store: Store, opts: Options, session: str, kind: str, turns: list[int],
         StoreCorruptError: the store cannot give back what would be overwritten.
         RestoreError: some writes failed; the op is recorded with what was written.
     """
+    store, opts = rec.store, rec.options
     previous = store.read_journal()
-    pre = take(store, opts, kind=f"pre-{kind}", session=session,
+    pre = take(rec, kind=f"pre-{kind}", session=session,
                message=f"before {kind} of turn(s) {', '.join(map(str, turns))}")
     if callable(pairs):
         pairs = pairs(pre.tree)
@@ -206,13 +206,12 @@ def _run(store: Store, opts: Options, session: str, kind: str, turns: list[int],
                         done.conflicts if force else [], left=done.left, actions=actions)
 
 
-def undo(store: Store, opts: Options, session: str, *, turn: int | None = None,
+def undo(rec: Recording, session: str, *, turn: int | None = None,
          file: str | None = None, force: bool = False) -> TurnOpResult:
     """Take back a turn (the last one that changed something, or ``turn``), or one file of it.
 
     Args:
-        store: the open store.
-        opts: the workspace's options.
+        rec: the store, options and event sink.
         session: the session's name.
         turn: the turn to take back (default: the last done turn with changes; with
             ``file``, the last done turn that changed it).
@@ -223,6 +222,7 @@ def undo(store: Store, opts: Options, session: str, *, turn: int | None = None,
         ConflictError: a file changed after the turn (and ``force`` is false).
         UsageError: no such turn, or the turn did not change ``file``.
     """
+    store = rec.store
     if file is not None:
         check_relpath(file)
     with store.lock(exclusive=True):
@@ -255,19 +255,20 @@ def undo(store: Store, opts: Options, session: str, *, turn: int | None = None,
             if file is None:
                 meta.set_turn_state(session, n, "undone")
 
-        return _run(store, opts, session, "undo", [n],
+        return _run(rec, session, "undo", [n],
                     [(p, after, before) for p, before, after in changes], force=force,
                     describe=lambda p: f"{p} changed after turn {n}",
                     target_tree=_tree_of(store, t.before), prune=True, data={"file": file},
                     on_done=on_done)
 
 
-def redo(store: Store, opts: Options, session: str, *, force: bool = False) -> TurnOpResult:
+def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
     """Bring back what the last undo still to be redone took back.
 
     Raises:
         ConflictError: a file changed since the undo (and ``force`` is false).
     """
+    store = rec.store
     with store.lock(exclusive=True):
         ops = [op for op in store.meta.ops(session, state="active")
                if op.kind in ("undo", "undo-file")]
@@ -276,7 +277,7 @@ def redo(store: Store, opts: Options, session: str, *, force: bool = False) -> T
         op = ops[0]
         op_id, turns, pre, data = op.id, op.turns, op.pre, op.data
         if op.kind == "undo-file":
-            return _redo_file(store, opts, session, op_id, pre, data, force=force)
+            return _redo_file(rec, session, op_id, pre, data, force=force)
         n = turns[0]
         file = data.get("file")
         # Only what that undo took back: files an earlier `undo --file` restored, or that
@@ -290,16 +291,17 @@ def redo(store: Store, opts: Options, session: str, *, force: bool = False) -> T
             if file is None:
                 meta.set_turn_state(session, n, "done")
 
-        return _run(store, opts, session, "redo", [n],
+        return _run(rec, session, "redo", [n],
                     [(p, before, after) for p, before, after in changes], force=force,
                     describe=lambda p: f"{p} changed after the undo of turn {n}",
                     target_tree=_tree_of(store, pre), prune=False,
                     data={"undo_op": op_id, "file": file}, on_done=on_done)
 
 
-def _redo_file(store: Store, opts: Options, session: str, op_id: int, pre: str | None,
+def _redo_file(rec: Recording, session: str, op_id: int, pre: str | None,
                data: dict[str, Any], *, force: bool) -> TurnOpResult:
     """Bring back what a one-file undo took back: the file as it was when the undo began."""
+    store = rec.store
     pre_tree = _tree_of(store, pre)
     wrote = data.get("wrote") if isinstance(data.get("wrote"), dict) else {}
     assert isinstance(wrote, dict)
@@ -307,14 +309,14 @@ def _redo_file(store: Store, opts: Options, session: str, op_id: int, pre: str |
         raise UsageError(f"the snapshot taken before the undo ({pre}) is missing")
     pairs: list[_Pair] = [(p, decode_state(w), lookup(store.objects.get_tree, pre_tree, p))
                           for p, w in sorted(wrote.items())]
-    return _run(store, opts, session, "redo", [], pairs, force=force,
+    return _run(rec, session, "redo", [], pairs, force=force,
                 describe=lambda p: f"{p} changed after its undo",
                 target_tree=pre_tree, prune=False,
                 data={"undo_op": op_id, "file": data.get("file")},
                 on_done=lambda meta: meta.set_op_state(op_id, "redone"))
 
 
-def revert(store: Store, opts: Options, session: str, *, to_turn: int,
+def revert(rec: Recording, session: str, *, to_turn: int,
            force: bool = False) -> TurnOpResult:
     """Take back every turn after ``to_turn`` at once (or move a standing revert there).
 
@@ -327,6 +329,7 @@ def revert(store: Store, opts: Options, session: str, *, to_turn: int,
         ConflictError: a file changed after the turn that last changed it.
         UsageError: ``to_turn`` is not 0 or a turn of the session.
     """
+    store = rec.store
     with store.lock(exclusive=True):
         all_turns = _turns(store, session)
         last = all_turns[-1].n if all_turns else 0
@@ -336,7 +339,7 @@ def revert(store: Store, opts: Options, session: str, *, to_turn: int,
                              f"session {session!r} has no turn to revert to")
         standing = store.meta.ops(session, kind="revert", state="active")
         if standing:
-            return _move_revert(store, opts, session, all_turns, standing[0], to_turn, force)
+            return _move_revert(rec, session, all_turns, standing[0], to_turn, force)
         turns = [t for t in all_turns if t.n > to_turn and t.state == "done"]
         if not turns:
             return TurnOpResult("revert", [], None, nothing=True)
@@ -354,16 +357,17 @@ def revert(store: Store, opts: Options, session: str, *, to_turn: int,
             for n in nums:
                 meta.set_turn_state(session, n, "reverted")
 
-        return _run(store, opts, session, "revert", nums,
+        return _run(rec, session, "revert", nums,
                     [(p, last_after[p], first[p]) for p in sorted(first)], force=force,
                     describe=lambda p: f"{p} changed after turn {who[p]}",
                     target_tree=_tree_of(store, turns[0].before), prune=True,
                     data={"to_turn": to_turn}, on_done=on_done)
 
 
-def _move_revert(store: Store, opts: Options, session: str, all_turns: list[_Turn],
+def _move_revert(rec: Recording, session: str, all_turns: list[_Turn],
                  op: OpRow, to_turn: int, force: bool) -> TurnOpResult:
     """Move a standing revert to ``to_turn``: the state that turn left, exactly."""
+    store = rec.store
     op_id, reverted, data = op.id, op.turns, op.data
     held = set(reverted)
     old_to = int(data.get("to_turn", min(reverted, default=1) - 1))
@@ -394,7 +398,7 @@ def _move_revert(store: Store, opts: Options, session: str, all_turns: list[_Tur
             meta.set_op_state(op_id, "unreverted")
 
     moved = sorted(held.symmetric_difference(after))
-    return _run(store, opts, session, "revert", moved, pairs, force=force,
+    return _run(rec, session, "revert", moved, pairs, force=force,
                 describe=lambda p: f"{p} changed after the revert to turn {old_to}",
                 target_tree=_tree_of(store, first_later.before) if first_later else None,
                 prune=first_later is not None and to_turn < old_to,
@@ -402,12 +406,13 @@ def _move_revert(store: Store, opts: Options, session: str, all_turns: list[_Tur
                 record_as="revert-move", record_state="final")
 
 
-def unrevert(store: Store, opts: Options, session: str, *, force: bool = False) -> TurnOpResult:
+def unrevert(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
     """Put back what the standing revert took back, as the files were when it began.
 
     Raises:
         ConflictError: a file changed since the revert.
     """
+    store = rec.store
     with store.lock(exclusive=True):
         ops = store.meta.ops(session, kind="revert", state="active")
         if not ops:
@@ -427,7 +432,7 @@ def unrevert(store: Store, opts: Options, session: str, *, force: bool = False) 
             for n in turns:
                 meta.set_turn_state(session, n, "done")
 
-        return _run(store, opts, session, "unrevert", turns,
+        return _run(rec, session, "unrevert", turns,
                     [(p, first[p], lookup(get_tree, pre_tree, p)) for p in sorted(first)],
                     force=force, describe=lambda p: f"{p} changed after the revert",
                     target_tree=pre_tree, prune=False, data={"revert_op": op_id},
@@ -522,7 +527,7 @@ def _last_recorded(store: Store, session: str, path: str, before: Entry | None
     return None, None
 
 
-def undo_file(store: Store, opts: Options, session: str, path: str, *,
+def undo_file(rec: Recording, session: str, path: str, *,
               force: bool = False) -> TurnOpResult:
     """Put one file back as it was before the session first changed it.
 
@@ -535,6 +540,7 @@ def undo_file(store: Store, opts: Options, session: str, path: str, *,
         ConflictError: the file changed since the record's last word on it.
         UsageError: the session did not change the path.
     """
+    store = rec.store
     check_relpath(path)
     with store.lock(exclusive=True):
         ref, snap, before = _first_change(store, session, path)
@@ -547,7 +553,7 @@ def undo_file(store: Store, opts: Options, session: str, path: str, *,
             # taken before keeps it).
             get_tree = store.objects.get_tree
             pairs = lambda pre_tree: [(path, lookup(get_tree, pre_tree, path), before)]  # noqa: E731
-        result = _run(store, opts, session, "undo-file", [], pairs, force=force,
+        result = _run(rec, session, "undo-file", [], pairs, force=force,
                       describe=lambda p: f"{p} changed after {source}",
                       target_tree=_tree_of(store, snap), prune=True, data={"file": path},
                       on_done=lambda meta: None)

@@ -42,7 +42,7 @@ from ..store import ChangeRow, Store
 from ._engine import same
 from ._patch import line_counts
 from ._rewind import target_scope
-from ._snapshot import Options, take
+from ._snapshot import Options, Recording, take
 from ._treediff import diff_trees
 
 # -- reading one path ----------------------------------------------------------------
@@ -144,7 +144,7 @@ def begin_turn(store: Store, session: str, label: str, before: str | None) -> in
     return n
 
 
-def touch(store: Store, opts: Options, session: str, turn: int, rel: str, *,
+def touch(rec: Recording, session: str, turn: int, rel: str, *,
           text: str | None = None, tool_call_id: str | None = None) -> bool:
     """Keep a file's state before a file tool writes it (the first touch in a turn wins).
 
@@ -155,6 +155,7 @@ def touch(store: Store, opts: Options, session: str, turn: int, rel: str, *,
         Whether this touch kept the state (false: already kept, a folder, or the turn
         is no longer open).
     """
+    store, opts = rec.store, rec.options
     meta = store.meta
     row = meta.turn_row(session, turn)
     if row is None or row.state != "open":
@@ -172,7 +173,7 @@ def touch(store: Store, opts: Options, session: str, turn: int, rel: str, *,
         return meta.add_touch(session, turn, rel, encode_state(entry), tool_call_id)
 
 
-def join_command(store: Store, opts: Options, session: str, turn: int, before_tree: str,
+def join_command(rec: Recording, session: str, turn: int, before_tree: str,
                  after_tree: str, tool_call_id: str | None, *,
                  before_at: float | None = None) -> list[tuple[str, Entry | None, Entry | None]]:
     """Add the paths a command changed to the turn, with their state before the command.
@@ -185,6 +186,7 @@ def join_command(store: Store, opts: Options, session: str, turn: int, before_tr
     Returns:
         (path, before, after) of every path that differs and joined the turn.
     """
+    store, opts = rec.store, rec.options
     # A path whose kind changed comes twice from diff_trees (the old entry going, the new
     # one coming): one change, from the first's old to the last's new.
     merged: dict[str, tuple[Entry | None, Entry | None]] = {}
@@ -210,17 +212,19 @@ def join_command(store: Store, opts: Options, session: str, turn: int, before_tr
     return deltas
 
 
-def measure_turn(store: Store, opts: Options, session: str, turn: int) -> list[Change]:
+def measure_turn(rec: Recording, session: str, turn: int) -> list[Change]:
     """Return what a turn's change list would be if it ended now, without ending it."""
+    store, opts = rec.store, rec.options
     return [_change(r) for r in _change_rows(store, opts, session, turn)]
 
 
-def end_turn(store: Store, opts: Options, session: str, turn: int) -> list[Change]:
+def end_turn(rec: Recording, session: str, turn: int) -> list[Change]:
     """Close a turn: read every path it affected again and keep those that differ.
 
     Returns:
         The turn's change list.
     """
+    store, opts = rec.store, rec.options
     meta = store.meta
     rows = _change_rows(store, opts, session, turn)
     store.objects.flush()
@@ -268,7 +272,7 @@ def _content(store: Store, e: Entry | None) -> bytes | None:
     return store.objects.get(e.oid)
 
 
-def finish_open_steps(store: Store, opts: Options, session: str, turn: int) -> list[int]:
+def finish_open_steps(rec: Recording, session: str, turn: int) -> list[int]:
     """Finish the turn's command steps that never got their after-snapshot.
 
     A command the agent's user interrupted leaves its step open (no hook runs after it);
@@ -277,6 +281,7 @@ def finish_open_steps(store: Store, opts: Options, session: str, turn: int) -> l
     Returns:
         The numbers of the steps finished.
     """
+    store = rec.store
     open_steps = [st for st in store.meta.steps(session)
                   if st.command and st.turn == turn and st.before is not None
                   and st.after is None and st.exit_code is None]
@@ -285,11 +290,11 @@ def finish_open_steps(store: Store, opts: Options, session: str, turn: int) -> l
         before = store.meta.snapshot(st.before)  # type: ignore[arg-type]
         if before is None:
             continue
-        after = take(store, opts, kind="step-after", session=session, turn=turn, step=st.n,
+        after = take(rec, kind="step-after", session=session, turn=turn, step=st.n,
                      message=st.label)
         with store.meta.tx():
             store.meta.finish_step(session, st.n, after.id, None)
-        join_command(store, opts, session, turn, before.tree, after.tree, None,
+        join_command(rec, session, turn, before.tree, after.tree, None,
                      before_at=before.created_at)
         done.append(st.n)
     return done
