@@ -1,15 +1,11 @@
-"""Base layer: typed ids, so a blob id is never passed where a snapshot id belongs."""
+"""Base layer: how ids are shown and abbreviated.
+
+Ids are SHA-256 digests in hex (of a blob's bytes, a tree's encoding, a snapshot's
+record), passed as plain ``str``: the NewType ids once declared here were never used,
+and a type that nothing checks says nothing.
+"""
 
 from __future__ import annotations
-
-from typing import NewType
-
-#: SHA-256 (hex) of a file's bytes or a symlink's target: the name of a blob object.
-BlobId = NewType("BlobId", str)
-#: SHA-256 (hex) of a tree's canonical encoding: the name of a tree object.
-TreeId = NewType("TreeId", str)
-#: SHA-256 (hex) of a snapshot's record: what `takeback log` shows, shortened.
-SnapshotId = NewType("SnapshotId", str)
 
 #: Length of an id as shown to people (like git's abbreviated hashes).
 SHORT_ID = 10

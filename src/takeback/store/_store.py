@@ -103,7 +103,8 @@ class Store:
             raise StoreCorruptError(f"store marker is unreadable: {marker}", path=path) from e
         if version > FORMAT_VERSION:
             raise StoreVersionError(
-                f"store format {version} is newer than this takeback knows ({FORMAT_VERSION})",
+                f"store format {version} is newer than this takeback knows ({FORMAT_VERSION}); "
+                "upgrade takeback to use it (pip install -U takeback)",
                 path=path, expected=FORMAT_VERSION, actual=version,
             )
         if stored_root != root:
@@ -142,7 +143,8 @@ class Store:
             objects.conn.close()
             meta.conn.close()
             raise StoreVersionError(
-                f"store schema {schema} is newer than this takeback knows ({SCHEMA_VERSION})",
+                f"store schema {schema} is newer than this takeback knows ({SCHEMA_VERSION}); "
+                "upgrade takeback to use it (pip install -U takeback)",
                 path=path, expected=SCHEMA_VERSION, actual=schema,
             )
         store = cls(path, root, objects, meta)
