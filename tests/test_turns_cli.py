@@ -353,3 +353,15 @@ def test_redo_that_fails_part_way_exits_1(tb: CLI, ws_dir: Path, tmp_path: Path)
     assert "takeback rewind --to " in proc.stderr
     assert list(elsewhere.iterdir()) == []
     assert (ws_dir / "a.txt").read_text() == "a1\n"
+
+
+def test_run_then_undo_takes_the_command_back(tb: CLI, ws_dir: Path) -> None:
+    write(ws_dir, "app.py", "x = 1\n")
+    tb("snapshot")
+    tb("run", "--", "sh", "-c", "printf 'x = 2\\n' > app.py && mkdir gen && echo g > gen/out.txt")
+    changes = as_json(tb("changes", "--json"))
+    assert changes["label"].startswith("sh -c ") and changes["state"] == "done"
+    assert {c["path"]: c["status"] for c in changes["changes"]} == {
+        "app.py": "modified", "gen": "created", "gen/out.txt": "created"}
+    assert tb("undo").stdout.startswith("Undid turn 1. Files restored: 3.")
+    assert (ws_dir / "app.py").read_text() == "x = 1\n" and not (ws_dir / "gen").exists()
