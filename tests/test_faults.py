@@ -90,16 +90,15 @@ def test_a_file_that_vanishes_mid_scan_is_left_out(tmp_path: Path,
     root.mkdir()
     (root / "stays.txt").write_text("s\n")
     (root / "goes.txt").write_text("g\n")
-    import takeback.scan._walk as walk
 
-    real_open = walk.os.open
+    real_open = os.open
 
     def delete_then_open(path: str, flags: int, *args: object) -> int:
         if path.endswith("goes.txt"):
             os.unlink(path)  # another process deletes it between the listing and the read
         return real_open(path, flags, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(walk.os, "open", delete_then_open)
+    monkeypatch.setattr(os, "open", delete_then_open)
     with Workspace(root, store=tmp_path / "store") as ws:
         info = ws.snapshot()
     assert info.files == 1
@@ -113,16 +112,15 @@ def test_an_unreadable_file_is_one_clear_warning(tmp_path: Path, monkeypatch: py
     root.mkdir()
     (root / "secret.txt").write_text("s\n")
     (root / "other.txt").write_text("o\n")
-    import takeback.scan._walk as walk
 
-    real_open = walk.os.open
+    real_open = os.open
 
     def denied(path: str, flags: int, *args: object) -> int:
         if path.endswith("secret.txt"):
             raise PermissionError(errno.EACCES, "Permission denied", path)
         return real_open(path, flags, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(walk.os, "open", denied)
+    monkeypatch.setattr(os, "open", denied)
     code = main(["snapshot", "--root", str(root), "--store", str(tmp_path / "store")])
     err = capsys.readouterr().err
     assert code == 0
@@ -132,14 +130,14 @@ def test_an_unreadable_file_is_one_clear_warning(tmp_path: Path, monkeypatch: py
     assert (info.files, info.unreadable, info.unreadable_count) == (
         1, (("secret.txt", "permission denied"),), 1)
 
-    real_scandir = walk.os.scandir
+    real_scandir = os.scandir
 
     def root_denied(path: str) -> object:
         if os.fspath(path) == str(root):
             raise PermissionError(errno.EACCES, "Permission denied", path)
         return real_scandir(path)
 
-    monkeypatch.setattr(walk.os, "scandir", root_denied)
+    monkeypatch.setattr(os, "scandir", root_denied)
     with pytest.raises(ScanError, match="cannot read the workspace root"):
         Workspace(root, store=tmp_path / "store").snapshot()
 

@@ -366,8 +366,9 @@ def test_install_merges_and_uninstall_removes_exactly_its_own(tb: CLI, ws_dir: P
         ("Stop", None, cmd),
         ("UserPromptSubmit", None, cmd),
     ])
-    assert merged["hooks"]["PreToolUse"][0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
-    assert merged["hooks"]["Stop"][0] == USER_SETTINGS["hooks"]["Stop"][0]
+    before: dict[str, Any] = USER_SETTINGS
+    assert merged["hooks"]["PreToolUse"][0] == before["hooks"]["PreToolUse"][0]
+    assert merged["hooks"]["Stop"][0] == before["hooks"]["Stop"][0]
 
     text = path.read_text()
     again = tb("hooks", "install", "claude-code", "--command", cmd).stdout

@@ -67,7 +67,7 @@ def serve(root: Path, store: Path, body: Callable[[ClientSession, Call], Awaitab
 def ok(result: CallToolResult) -> dict[str, Any]:
     assert not result.is_error, text(result)
     assert result.structured_content is not None
-    return result.structured_content
+    return dict(result.structured_content)
 
 
 def test_tools_checkpoint_diff_rewind(tb: CLI, ws_dir: Path, store_dir: Path) -> None:

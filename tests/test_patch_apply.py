@@ -129,7 +129,8 @@ def git_headers(tmp_path: Path, binary: bool) -> list[bytes]:
 
 
 def headers(patch: bytes, binary: bool) -> list[bytes]:
-    keep = (b"diff --git ", b"--- ", b"+++ ", b"new file mode", b"deleted file mode",
+    keep: tuple[bytes, ...] = (b"diff --git ", b"--- ", b"+++ ", b"new file mode",
+                               b"deleted file mode",
             b"old mode", b"new mode", b"Binary files ")
     if binary:
         keep += (b"index ",)  # full ids: the same whatever git's abbreviation is

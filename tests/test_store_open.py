@@ -30,7 +30,7 @@ def trace(monkeypatch: pytest.MonkeyPatch) -> Iterator[Trace]:
     real = sqlite3.connect
 
     def connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = real(database, *args, **kwargs)
+        conn: sqlite3.Connection = real(database, *args, **kwargs)
         name = os.path.basename(str(database).split("?")[0])
         conn.set_trace_callback(lambda sql: seen.append((name, sql)))
         return conn

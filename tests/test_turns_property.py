@@ -362,7 +362,9 @@ class TurnsMachine(RuleBasedStateMachine):
         self.end_if_open()
         turn = k if which == "turn" else None
         file = path if which == "file" else None
-        call = lambda: self.session.undo(turn=turn, file=file, force=force)  # noqa: E731
+        def call() -> takeback.TurnOpResult:
+            return self.session.undo(turn=turn, file=file, force=force)
+
         if turn is None:
             # The last turn that changed something (that file): an empty reply is not it.
             done = [t for t in self.turns if t.state == "done"
@@ -401,7 +403,7 @@ class TurnsMachine(RuleBasedStateMachine):
     @rule(force=forces)
     def redo(self, force: bool) -> None:
         active = [op for op in self.ops if op.kind == "undo" and op.state == "active"]
-        call = lambda: self.session.redo(force=force)  # noqa: E731
+        call: Callable[[], takeback.TurnOpResult] = lambda: self.session.redo(force=force)  # noqa: E731
         if not active:
             assert call().nothing
             return
@@ -420,7 +422,9 @@ class TurnsMachine(RuleBasedStateMachine):
     @rule(force=forces, k=st.integers(0, 7))
     def revert(self, force: bool, k: int) -> None:
         self.end_if_open()
-        call = lambda: self.session.revert(to_turn=k, force=force)  # noqa: E731
+        def call() -> takeback.TurnOpResult:
+            return self.session.revert(to_turn=k, force=force)
+
         if k > len(self.turns):
             with pytest.raises(takeback.UsageError):
                 call()
@@ -479,7 +483,7 @@ class TurnsMachine(RuleBasedStateMachine):
     @rule(force=forces)
     def unrevert(self, force: bool) -> None:
         active = [op for op in self.ops if op.kind == "revert" and op.state == "active"]
-        call = lambda: self.session.unrevert(force=force)  # noqa: E731
+        call: Callable[[], takeback.TurnOpResult] = lambda: self.session.unrevert(force=force)  # noqa: E731
         if not active:
             assert call().nothing
             return

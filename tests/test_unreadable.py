@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -196,7 +197,7 @@ def test_a_path_longer_than_path_max_is_skipped_and_kept(ws_dir: Path, store_dir
     got = snap(ws_dir, store_dir)
     assert got["files"] == 1
     assert got["unreadable_count"] == 1
-    [entry] = got["unreadable"]  # type: ignore[misc]
+    [entry] = cast(list[dict[str, str]], got["unreadable"])
     assert entry["reason"] == "path too long"
     assert entry["path"].startswith("deep/" + LONG_NAME + "/")
     assert len(os.fsencode(os.path.join(ws_dir, entry["path"]))) >= 4096
