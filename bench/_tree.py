@@ -109,8 +109,7 @@ def make_line_pool(seed: int = SEED, size: int = 40_000) -> list[str]:
     return [_line(rng) for _ in range(size)]
 
 
-def make_text(rng: random.Random, pool: Sequence[str], lo: int = 1024,
-              hi: int = 8192) -> bytes:
+def make_text(rng: random.Random, pool: Sequence[str], lo: int = 1024, hi: int = 8192) -> bytes:
     """Return lo..hi bytes of code-like text ending in a newline."""
     target = rng.randint(lo, hi)
     parts: list[str] = []
@@ -150,9 +149,14 @@ def _layout(rng: random.Random, n_files: int) -> tuple[list[str], list[str]]:
 def git_env(**extra: str) -> dict[str, str]:
     """Return an environment where git reads no user or system configuration."""
     env = dict(os.environ)
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull,
-               GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@example.com",
-               GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@example.com")
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_AUTHOR_NAME="bench",
+        GIT_AUTHOR_EMAIL="bench@example.com",
+        GIT_COMMITTER_NAME="bench",
+        GIT_COMMITTER_EMAIL="bench@example.com",
+    )
     env.pop("GIT_INDEX_FILE", None)
     env.pop("GIT_DIR", None)
     env.pop("GIT_WORK_TREE", None)
@@ -162,8 +166,13 @@ def git_env(**extra: str) -> dict[str, str]:
 
 def git(args: Sequence[str], cwd: str | os.PathLike[str], **env: str) -> str:
     """Run git quietly and return its stdout (raises on failure)."""
-    proc = subprocess.run(["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com",
-                           *args], cwd=cwd, env=git_env(**env), capture_output=True, check=False)
+    proc = subprocess.run(
+        ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com", *args],
+        cwd=cwd,
+        env=git_env(**env),
+        capture_output=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.decode(errors='replace')}")
     return proc.stdout.decode(errors="replace")
@@ -236,8 +245,9 @@ def ensure_tree(base: str | os.PathLike[str], n_files: int) -> BenchTree:
 
 def restore_pristine(tree: BenchTree) -> None:
     """Put the tree back as committed (an interrupted run may have left changes)."""
-    dirty = git(["status", "--porcelain", "--untracked-files=all"], tree.root,
-                GIT_OPTIONAL_LOCKS="0")
+    dirty = git(
+        ["status", "--porcelain", "--untracked-files=all"], tree.root, GIT_OPTIONAL_LOCKS="0"
+    )
     if dirty.strip():
         log("tree has leftover changes from an earlier run: restoring the committed state")
         git(["checkout", "-q", "--", "."], tree.root)
@@ -285,8 +295,10 @@ def run_checked(cmd: Sequence[str], **kw: object) -> subprocess.CompletedProcess
     """Run a command, capturing output; raise with its stderr if it fails."""
     proc = subprocess.run(list(cmd), capture_output=True, check=False, **kw)  # type: ignore[call-overload]
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {proc.returncode}:\n"
-                           f"{proc.stderr.decode(errors='replace')}")
+        raise RuntimeError(
+            f"{' '.join(map(str, cmd))} exited {proc.returncode}:\n"
+            f"{proc.stderr.decode(errors='replace')}"
+        )
     return proc
 
 
@@ -303,8 +315,9 @@ def takeback_exe(explicit: str | None) -> str:
     return found
 
 
-def du_bytes(path: str | os.PathLike[str], *, exclude: str | None = None,
-             apparent: bool = False) -> int:
+def du_bytes(
+    path: str | os.PathLike[str], *, exclude: str | None = None, apparent: bool = False
+) -> int:
     """Return du's figure for a folder in bytes (disk usage, or apparent size)."""
     cmd = ["du", "-s", "-b" if apparent else "--block-size=1"]
     if exclude:
@@ -357,8 +370,11 @@ def repo_revision() -> str:
     repo = Path(__file__).resolve().parent.parent
     try:
         head = git(["rev-parse", "--short", "HEAD"], repo).strip()
-        dirty = git(["status", "--porcelain", "--untracked-files=no", "--", "src"], repo,
-                    GIT_OPTIONAL_LOCKS="0").strip()
+        dirty = git(
+            ["status", "--porcelain", "--untracked-files=no", "--", "src"],
+            repo,
+            GIT_OPTIONAL_LOCKS="0",
+        ).strip()
     except (RuntimeError, OSError):
         return "unknown"
     return head + ("+dirty" if dirty else "")
@@ -415,8 +431,10 @@ def freeze_source(base: str | os.PathLike[str]) -> str:
     return f"frozen copy {dest}"
 
 
-SOURCE_CHANGED = ("WARNING: takeback's source changed during the run (an editable install): "
-                  "the figures mix versions; run again")
+SOURCE_CHANGED = (
+    "WARNING: takeback's source changed during the run (an editable install): "
+    "the figures mix versions; run again"
+)
 
 
 @dataclass
@@ -432,8 +450,9 @@ class BenchRun:
 
 
 @contextmanager
-def bench_run(base: str, n_files: int, name: str, *, takeback: str | None,
-              freeze: bool) -> Iterator[BenchRun]:
+def bench_run(
+    base: str, n_files: int, name: str, *, takeback: str | None, freeze: bool
+) -> Iterator[BenchRun]:
     """Set up a run (tree, lock, work folder ``base/name``) and put the tree back after.
 
     Exits with a message if ``base`` lies inside the repository (benchmarks write a lot).

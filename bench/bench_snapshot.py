@@ -108,8 +108,15 @@ TARGETS = {
 class Runner:
     """One benchmark run: a fresh work folder, the stores and git indexes it uses."""
 
-    def __init__(self, tree: BenchTree, tb: str, work: Path, repeat: int, repeat_first: int,
-                 growth_steps: int) -> None:
+    def __init__(
+        self,
+        tree: BenchTree,
+        tb: str,
+        work: Path,
+        repeat: int,
+        repeat_first: int,
+        growth_steps: int,
+    ) -> None:
         self.tree = tree
         self.tb = tb
         self.work = work
@@ -130,28 +137,47 @@ class Runner:
     # -- the tools -----------------------------------------------------------------------
 
     def tb_snapshot(self, store: Path | None = None) -> tuple[float, str]:
-        cmd = [self.tb, "snapshot", "--root", str(self.tree.root), "--store",
-               str(store or self.store), "--json"]
+        cmd = [
+            self.tb,
+            "snapshot",
+            "--root",
+            str(self.tree.root),
+            "--store",
+            str(store or self.store),
+            "--json",
+        ]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, check=False)
         dt = time.perf_counter() - t0
         if proc.returncode != 0:
-            raise RuntimeError(f"takeback snapshot exited {proc.returncode}: "
-                               f"{proc.stderr.decode(errors='replace')}")
+            raise RuntimeError(
+                f"takeback snapshot exited {proc.returncode}: "
+                f"{proc.stderr.decode(errors='replace')}"
+            )
         doc = json.loads(proc.stdout)
         self.scan_ms.append(doc.get("duration_ms"))
         return dt, doc["id"]
 
     def tb_rewind(self, to: str) -> tuple[float, dict[str, Any]]:
-        cmd = [self.tb, "rewind", "--to", to, "--root", str(self.tree.root), "--store",
-               str(self.store), "--json"]
+        cmd = [
+            self.tb,
+            "rewind",
+            "--to",
+            to,
+            "--root",
+            str(self.tree.root),
+            "--store",
+            str(self.store),
+            "--json",
+        ]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, check=False)
         dt = time.perf_counter() - t0
         self.last_write = time.time()
         if proc.returncode != 0:
-            raise RuntimeError(f"takeback rewind exited {proc.returncode}: "
-                               f"{proc.stderr.decode(errors='replace')}")
+            raise RuntimeError(
+                f"takeback rewind exited {proc.returncode}: {proc.stderr.decode(errors='replace')}"
+            )
         return dt, json.loads(proc.stdout)
 
     def git_snapshot(self) -> float:
@@ -160,8 +186,13 @@ class Runner:
         root = str(self.tree.root)
         t0 = time.perf_counter()
         subprocess.run(["git", "add", "-A"], cwd=root, env=self.env_index, check=True)
-        subprocess.run(["git", "write-tree"], cwd=root, env=self.env_index, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["git", "write-tree"],
+            cwd=root,
+            env=self.env_index,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         dt = time.perf_counter() - t0
         os.replace(self.git_tmp, self.git_state)
         return dt
@@ -171,17 +202,20 @@ class Runner:
         root = str(self.tree.root)
         wt = ["git", f"--git-dir={gitdir}", f"--work-tree={root}"]
         t0 = time.perf_counter()
-        subprocess.run(["git", f"--git-dir={gitdir}", "init", "-q"], cwd=root, env=self.env,
-                       check=True)
+        subprocess.run(
+            ["git", f"--git-dir={gitdir}", "init", "-q"], cwd=root, env=self.env, check=True
+        )
         subprocess.run([*wt, "add", "-A"], cwd=root, env=self.env, check=True)
-        subprocess.run([*wt, "write-tree"], cwd=root, env=self.env, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [*wt, "write-tree"], cwd=root, env=self.env, check=True, stdout=subprocess.DEVNULL
+        )
         return time.perf_counter() - t0
 
     def floor(self) -> float:
         cmd = ["find", ".", "-path", "./.git", "-prune", "-o", "-printf", "%s %T@\\n"]
-        return timed(lambda: subprocess.run(cmd, cwd=self.tree.root, check=True,
-                                            stdout=subprocess.DEVNULL))
+        return timed(
+            lambda: subprocess.run(cmd, cwd=self.tree.root, check=True, stdout=subprocess.DEVNULL)
+        )
 
     # -- the tree ------------------------------------------------------------------------
 
@@ -204,8 +238,9 @@ class Runner:
         ok = True
         restored = set(doc.get("restored") or [])
         if restored != set(old):
-            self.errors.append(f"{what}: rewind restored {sorted(restored)}, "
-                               f"expected {sorted(old)}")
+            self.errors.append(
+                f"{what}: rewind restored {sorted(restored)}, expected {sorted(old)}"
+            )
             ok = False
         if doc.get("not_restored"):
             self.errors.append(f"{what}: rewind did not restore {doc['not_restored']}")
@@ -249,7 +284,7 @@ class Runner:
                 git_times.append(self.git_first(shadow))
                 log(f"  first git snapshot (shadow repo): {fmt_s(git_times[-1])}")
 
-            for step in ((run_tb, run_git) if i % 2 == 0 else (run_git, run_tb)):
+            for step in (run_tb, run_git) if i % 2 == 0 else (run_git, run_tb):
                 step()
             if i == 0:
                 checkpoint(store)
@@ -264,9 +299,16 @@ class Runner:
 
     def rounds(self) -> None:
         shutil.copyfile(self.tree.root / ".git" / "index", self.git_state)
-        keys = ("unchanged_takeback_s", "unchanged_git_s", "floor_s", "changed_takeback_s",
-                "changed_git_s", "rewind_s", "unchanged_scan_reported_s",
-                "changed_scan_reported_s")
+        keys = (
+            "unchanged_takeback_s",
+            "unchanged_git_s",
+            "floor_s",
+            "changed_takeback_s",
+            "changed_git_s",
+            "rewind_s",
+            "unchanged_scan_reported_s",
+            "changed_scan_reported_s",
+        )
         samples: dict[str, list[float]] = {k: [] for k in keys}
         rewind_ok = []
         for i in range(self.repeat):
@@ -286,7 +328,7 @@ class Runner:
                 samples["floor_s"].append(self.floor())
 
             steps = [tb_unchanged, git_unchanged, find_floor]
-            for step in steps[i % 3:] + steps[: i % 3]:
+            for step in steps[i % 3 :] + steps[: i % 3]:
                 step()
             old = self.change_files(f"round-{i}")
 
@@ -297,16 +339,18 @@ class Runner:
             def git_changed() -> None:
                 samples["changed_git_s"].append(self.git_snapshot())
 
-            for step in ((tb_changed, git_changed) if i % 2 == 0 else (git_changed, tb_changed)):
+            for step in (tb_changed, git_changed) if i % 2 == 0 else (git_changed, tb_changed):
                 step()
             dt, doc = self.tb_rewind(before)
             samples["rewind_s"].append(dt)
             rewind_ok.append(self.check_rewind(doc, old, f"round {i}"))
             last = {k: fmt_s(v[-1]) for k, v in samples.items()}
-            log(f"  round {i + 1}/{self.repeat}: unchanged tb {last['unchanged_takeback_s']}"
+            log(
+                f"  round {i + 1}/{self.repeat}: unchanged tb {last['unchanged_takeback_s']}"
                 f" git {last['unchanged_git_s']} floor {last['floor_s']};"
                 f" 10 changed tb {last['changed_takeback_s']} git {last['changed_git_s']};"
-                f" rewind {last['rewind_s']}")
+                f" rewind {last['rewind_s']}"
+            )
         self.r.update(samples)
         self.r["rewind_ok"] = rewind_ok
 
@@ -325,15 +369,18 @@ class Runner:
             raw.append(s_raw - s0)
             _, doc = self.tb_rewind(before)
             self.check_rewind(doc, old, f"growth step {k}")
-            log(f"  growth step {k + 1}/{self.growth_steps}: {fmt_bytes(s1 - s0)} "
-                f"(before the checkpoint: {fmt_bytes(s_raw - s0)})")
+            log(
+                f"  growth step {k + 1}/{self.growth_steps}: {fmt_bytes(s1 - s0)} "
+                f"(before the checkpoint: {fmt_bytes(s_raw - s0)})"
+            )
         self.r["growth_bytes"] = growth
         self.r["growth_raw_bytes"] = raw
 
     def startup(self) -> None:
         tb = [timed(lambda: run_checked([self.tb, "--version"])) for _ in range(VERSION_RUNS)]
-        py = [timed(lambda: run_checked([sys.executable, "-c", "pass"]))
-              for _ in range(VERSION_RUNS)]
+        py = [
+            timed(lambda: run_checked([sys.executable, "-c", "pass"])) for _ in range(VERSION_RUNS)
+        ]
         self.r["version_s"] = tb
         self.r["python_startup_s"] = py
 
@@ -343,8 +390,18 @@ class Runner:
         self.r["store_end_files"] = files_size(self.store)
         self.r["tree_du"] = du_bytes(self.tree.root, exclude=".git")
         self.r["tree_apparent"] = du_bytes(self.tree.root, exclude=".git", apparent=True)
-        out = run_checked([self.tb, "log", "--all", "--root", str(self.tree.root), "--store",
-                           str(self.store), "--json"]).stdout
+        out = run_checked(
+            [
+                self.tb,
+                "log",
+                "--all",
+                "--root",
+                str(self.tree.root),
+                "--store",
+                str(self.store),
+                "--json",
+            ]
+        ).stdout
         doc = json.loads(out)  # a bare list of snapshots (older versions: {"snapshots": [...]})
         self.r["snapshots_in_store"] = len(doc["snapshots"] if isinstance(doc, dict) else doc)
 
@@ -367,8 +424,14 @@ class Runner:
 
 def summarize(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[list[str]], dict[str, Any]]:
     """Return the table rows and the JSON document."""
-    m = {k: median(v) for k, v in r.items() if isinstance(v, list) and v
-         and isinstance(v[0], (int, float)) and not isinstance(v[0], bool)}
+    m = {
+        k: median(v)
+        for k, v in r.items()
+        if isinstance(v, list)
+        and v
+        and isinstance(v[0], (int, float))
+        and not isinstance(v[0], bool)
+    }
     t = TARGETS
     rows: list[list[str]] = []
     checks: dict[str, bool] = {}
@@ -377,57 +440,154 @@ def summarize(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[list[str]],
         """The median of the per-round ratios (the two ran a moment apart, same load)."""
         return median([x / y for x, y in zip(r[a], r[b], strict=True)])
 
-    def row(name: str, value: str, ref_name: str, ref: str, ratio: float | None,
-            target: str, ok: bool | None, key: str | None = None,
-            pair: float | None = None) -> None:
+    def row(
+        name: str,
+        value: str,
+        ref_name: str,
+        ref: str,
+        ratio: float | None,
+        target: str,
+        ok: bool | None,
+        key: str | None = None,
+        pair: float | None = None,
+    ) -> None:
         status = "" if ok is None else ("PASS" if ok else "FAIL")
         if key is not None and ok is not None:
             checks[key] = ok
-        rows.append([name, value, ref_name, ref, "" if ratio is None else f"{ratio:.2f}x",
-                     "" if pair is None else f"{pair:.2f}x", target, status])
+        rows.append(
+            [
+                name,
+                value,
+                ref_name,
+                ref,
+                "" if ratio is None else f"{ratio:.2f}x",
+                "" if pair is None else f"{pair:.2f}x",
+                target,
+                status,
+            ]
+        )
 
-    for kind, label in (("unchanged", "unchanged snapshot"),
-                        ("changed", f"snapshot, {CHANGED_FILES} files changed")):
+    for kind, label in (
+        ("unchanged", "unchanged snapshot"),
+        ("changed", f"snapshot, {CHANGED_FILES} files changed"),
+    ):
         tb, g, fl = m[f"{kind}_takeback_s"], m[f"{kind}_git_s"], m["floor_s"]
-        row(label, fmt_s(tb), "git add -A + write-tree", fmt_s(g), tb / g,
-            "<= 1.00x git", tb / g <= t["snapshot_vs_git"], f"{kind}_vs_git",
-            paired(f"{kind}_takeback_s", f"{kind}_git_s"))
-        row("", "", "floor (find, lstat all)", fmt_s(fl), tb / fl,
-            f"<= {t['snapshot_vs_floor']:.2f}x floor", tb / fl <= t["snapshot_vs_floor"],
-            f"{kind}_vs_floor", paired(f"{kind}_takeback_s", "floor_s"))
+        row(
+            label,
+            fmt_s(tb),
+            "git add -A + write-tree",
+            fmt_s(g),
+            tb / g,
+            "<= 1.00x git",
+            tb / g <= t["snapshot_vs_git"],
+            f"{kind}_vs_git",
+            paired(f"{kind}_takeback_s", f"{kind}_git_s"),
+        )
+        row(
+            "",
+            "",
+            "floor (find, lstat all)",
+            fmt_s(fl),
+            tb / fl,
+            f"<= {t['snapshot_vs_floor']:.2f}x floor",
+            tb / fl <= t["snapshot_vs_floor"],
+            f"{kind}_vs_floor",
+            paired(f"{kind}_takeback_s", "floor_s"),
+        )
         sc = m[f"{kind}_scan_reported_s"]
-        row("", "", "its scan (JSON duration_ms)", fmt_s(sc), tb / sc,
-            "(info)", None)
+        row("", "", "its scan (JSON duration_ms)", fmt_s(sc), tb / sc, "(info)", None)
     rw, un = m["rewind_s"], m["unchanged_takeback_s"]
-    row(f"rewind of {CHANGED_FILES} files", fmt_s(rw), "unchanged snapshot", fmt_s(un), rw / un,
-        f"< {t['rewind_vs_unchanged']:.1f}x unchanged", rw / un < t["rewind_vs_unchanged"],
-        "rewind_vs_unchanged", paired("rewind_s", "unchanged_takeback_s"))
+    row(
+        f"rewind of {CHANGED_FILES} files",
+        fmt_s(rw),
+        "unchanged snapshot",
+        fmt_s(un),
+        rw / un,
+        f"< {t['rewind_vs_unchanged']:.1f}x unchanged",
+        rw / un < t["rewind_vs_unchanged"],
+        "rewind_vs_unchanged",
+        paired("rewind_s", "unchanged_takeback_s"),
+    )
     ft, fg = m["first_takeback_s"], m["first_git_s"]
-    row("first snapshot (fresh store)", fmt_s(ft), "git shadow repo", fmt_s(fg), ft / fg,
-        "<= 1.00x git", ft / fg <= t["first_vs_git"], "first_vs_git")
+    row(
+        "first snapshot (fresh store)",
+        fmt_s(ft),
+        "git shadow repo",
+        fmt_s(fg),
+        ft / fg,
+        "<= 1.00x git",
+        ft / fg <= t["first_vs_git"],
+        "first_vs_git",
+    )
     gr = m["growth_bytes"]
-    row(f"store growth, one {CHANGED_FILES}-file step", fmt_bytes(gr),
-        "before checkpoint (WAL)", fmt_bytes(m["growth_raw_bytes"]), None,
-        f"< {fmt_bytes(t['growth_bytes'])}", gr < t["growth_bytes"], "growth")
+    row(
+        f"store growth, one {CHANGED_FILES}-file step",
+        fmt_bytes(gr),
+        "before checkpoint (WAL)",
+        fmt_bytes(m["growth_raw_bytes"]),
+        None,
+        f"< {fmt_bytes(t['growth_bytes'])}",
+        gr < t["growth_bytes"],
+        "growth",
+    )
     row("", f"max {fmt_bytes(max(r['growth_bytes']))}", "", "", None, "(info)", None)
     s1, td = r["store_after_first_du"], r["tree_du"]
-    row("store after first snapshot (du)", fmt_bytes(s1), "tree without .git (du)",
-        fmt_bytes(td), s1 / td, "(info)", None)
-    row("", "", "git shadow repo (du)", fmt_bytes(r["git_shadow_du"]),
-        s1 / r["git_shadow_du"], "(info)", None)
-    row(f"store at end, {r['snapshots_in_store']} snapshots (du)", fmt_bytes(r["store_end_du"]),
-        "tree without .git (du)", fmt_bytes(td), r["store_end_du"] / td, "(info)", None)
+    row(
+        "store after first snapshot (du)",
+        fmt_bytes(s1),
+        "tree without .git (du)",
+        fmt_bytes(td),
+        s1 / td,
+        "(info)",
+        None,
+    )
+    row(
+        "",
+        "",
+        "git shadow repo (du)",
+        fmt_bytes(r["git_shadow_du"]),
+        s1 / r["git_shadow_du"],
+        "(info)",
+        None,
+    )
+    row(
+        f"store at end, {r['snapshots_in_store']} snapshots (du)",
+        fmt_bytes(r["store_end_du"]),
+        "tree without .git (du)",
+        fmt_bytes(td),
+        r["store_end_du"] / td,
+        "(info)",
+        None,
+    )
     v, py = m["version_s"], m["python_startup_s"]
-    row("takeback --version", fmt_s(v), "python -c pass", fmt_s(py), v / py,
-        f"< {t['version_s'] * 1000:.0f} ms", v < t["version_s"], "version")
+    row(
+        "takeback --version",
+        fmt_s(v),
+        "python -c pass",
+        fmt_s(py),
+        v / py,
+        f"< {t['version_s'] * 1000:.0f} ms",
+        v < t["version_s"],
+        "version",
+    )
 
     doc = {
         "meta": meta,
         "medians": m,
         "samples": {k: v for k, v in r.items() if isinstance(v, list)},
-        "sizes": {k: r[k] for k in ("store_after_first_du", "store_after_first_files",
-                                   "store_end_du", "store_end_files", "tree_du",
-                                   "tree_apparent", "git_shadow_du", "snapshots_in_store")},
+        "sizes": {
+            k: r[k]
+            for k in (
+                "store_after_first_du",
+                "store_after_first_files",
+                "store_end_du",
+                "store_end_files",
+                "tree_du",
+                "tree_apparent",
+                "git_shadow_du",
+                "snapshots_in_store",
+            )
+        },
         "ratios": {
             "unchanged_vs_git": m["unchanged_takeback_s"] / m["unchanged_git_s"],
             "unchanged_vs_floor": m["unchanged_takeback_s"] / m["floor_s"],
@@ -451,24 +611,27 @@ def summarize(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[list[str]],
     return rows, doc
 
 
-def print_table(rows: list[list[str]], meta: dict[str, Any], errors: list[str],
-                out: Any) -> None:
+def print_table(rows: list[list[str]], meta: dict[str, Any], errors: list[str], out: Any) -> None:
     head = ["measure", "takeback", "compared with", "", "ratio", "paired", "target", "result"]
     widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
-    print(f"\ntakeback benchmark: {meta['files']} files in {meta['folders']} folders, "
-          f"medians of {meta['repeat']} rounds (first snapshot: {meta['repeat_first']})",
-          file=out)
-    print(f"{meta['takeback']} ({meta['revision']})  |  {meta['git']}  |  "
-          f"Python {meta['python']}  |  {meta['cpus']} CPUs  |  load average "
-          f"{meta['loadavg_1min_start']} at start, {meta['loadavg_1min_end']} at end", file=out)
+    print(
+        f"\ntakeback benchmark: {meta['files']} files in {meta['folders']} folders, "
+        f"medians of {meta['repeat']} rounds (first snapshot: {meta['repeat_first']})",
+        file=out,
+    )
+    print(
+        f"{meta['takeback']} ({meta['revision']})  |  {meta['git']}  |  "
+        f"Python {meta['python']}  |  {meta['cpus']} CPUs  |  load average "
+        f"{meta['loadavg_1min_start']} at start, {meta['loadavg_1min_end']} at end",
+        file=out,
+    )
     if meta["source_changed"]:
         print(SOURCE_CHANGED, file=out)
     line = "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))
     print(line, file=out)
     print("-" * len(line), file=out)
     for r in rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(),
-              file=out)
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
     if errors:
         print("\nCORRECTNESS ERRORS:", file=out)
         for e in errors:
@@ -476,24 +639,32 @@ def print_table(rows: list[list[str]], meta: dict[str, Any], errors: list[str],
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--files", type=int, default=DEFAULT_FILES, help="files in the tree")
     p.add_argument("--repeat", type=int, default=5, help="rounds (medians are over these)")
     p.add_argument("--repeat-first", type=int, default=1, help="first snapshots of each tool")
     p.add_argument("--growth-steps", type=int, default=5, help="10-file steps for growth")
     p.add_argument("--base", default=DEFAULT_BASE, help="where trees and stores live")
     p.add_argument("--takeback", default=None, help="the takeback executable")
-    p.add_argument("--no-freeze", dest="freeze", action="store_false",
-                   help="run the live package instead of a copy taken at the start")
-    p.add_argument("--json", action="store_true", help="print the figures as JSON on stdout "
-                   "(the table then goes to stderr)")
+    p.add_argument(
+        "--no-freeze",
+        dest="freeze",
+        action="store_false",
+        help="run the live package instead of a copy taken at the start",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the figures as JSON on stdout (the table then goes to stderr)",
+    )
     args = p.parse_args(argv)
-    with bench_run(args.base, args.files, "run-snapshot", takeback=args.takeback,
-                   freeze=args.freeze) as setting:
+    with bench_run(
+        args.base, args.files, "run-snapshot", takeback=args.takeback, freeze=args.freeze
+    ) as setting:
         tree, tb, base = setting.tree, setting.takeback, setting.tree.root
-        runner = Runner(tree, tb, setting.work, args.repeat, args.repeat_first,
-                        args.growth_steps)
+        runner = Runner(tree, tb, setting.work, args.repeat, args.repeat_first, args.growth_steps)
         r = runner.run()
     meta = {
         "files": len(tree.files),

@@ -89,8 +89,7 @@ def cli_snapshot(tb: str, root: Path, store: Path) -> float:
     return dt
 
 
-def run(tree_root: Path, work: Path, tb: str, touches: int,
-        repeat: int) -> dict[str, Any]:
+def run(tree_root: Path, work: Path, tb: str, touches: int, repeat: int) -> dict[str, Any]:
     from takeback import Workspace
 
     r: dict[str, Any] = {"errors": []}
@@ -142,18 +141,22 @@ def run(tree_root: Path, work: Path, tb: str, touches: int,
             if step.changed:
                 errors.append(f"no-change command {i} reported changes: {step.changed}")
             if step.before is None or step.after is None:
-                errors.append(f"no-change command {i} lacks a snapshot "
-                              f"(before={step.before}, after={step.after})")
+                errors.append(
+                    f"no-change command {i} lacks a snapshot "
+                    f"(before={step.before}, after={step.after})"
+                )
         changes = turn.end()
         if changes:
-            errors.append(f"turn with touches but no writes lists changes: "
-                          f"{[c.path for c in changes][:5]}")
+            errors.append(
+                f"turn with touches but no writes lists changes: {[c.path for c in changes][:5]}"
+            )
 
         log(f"{repeat} undos of a command turn that rewrote {UNDO_FILES} files")
         r["undo_s"] = []
         rng = random.Random(7)
-        tree_files = [q for q in tree_root.rglob("*.py") if ".git" not in q.parts
-                      and BIG_DIR not in q.parts][:5000]
+        tree_files = [
+            q for q in tree_root.rglob("*.py") if ".git" not in q.parts and BIG_DIR not in q.parts
+        ][:5000]
         for i in range(repeat):
             picked = rng.sample(tree_files, UNDO_FILES)
             old = {q: q.read_bytes() for q in picked}
@@ -190,32 +193,58 @@ UNDO_FILES = 10
 
 
 def summarize(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[list[str]], dict[str, Any]]:
-    m = {k: median(v) for k, v in r.items() if isinstance(v, list) and v
-         and isinstance(v[0], float)}
+    m = {
+        k: median(v) for k, v in r.items() if isinstance(v, list) and v and isinstance(v[0], float)
+    }
     touch = m["touch_s"]
     cmd, inproc, cli = m["command_s"], m["snapshot_inproc_s"], m["snapshot_cli_s"]
     rows = [
-        ["turn.touch(), 100 KB file (median)", fmt_s(touch), "", "", "< 1 ms",
-         "PASS" if touch < TOUCH_TARGET_S else "FAIL"],
-        ["  p90 / max", f"{fmt_s(p90(r['touch_s']))} / {fmt_s(max(r['touch_s']))}", "", "",
-         "(info)", ""],
-        ["turn.command() no changes", fmt_s(cmd), "in-process snapshot", fmt_s(inproc),
-         f"<= {COMMAND_TARGET_X:.1f}x ({cmd / inproc:.2f}x; derived)",
-         "PASS" if cmd <= COMMAND_TARGET_X * inproc else "FAIL"],
+        [
+            "turn.touch(), 100 KB file (median)",
+            fmt_s(touch),
+            "",
+            "",
+            "< 1 ms",
+            "PASS" if touch < TOUCH_TARGET_S else "FAIL",
+        ],
+        [
+            "  p90 / max",
+            f"{fmt_s(p90(r['touch_s']))} / {fmt_s(max(r['touch_s']))}",
+            "",
+            "",
+            "(info)",
+            "",
+        ],
+        [
+            "turn.command() no changes",
+            fmt_s(cmd),
+            "in-process snapshot",
+            fmt_s(inproc),
+            f"<= {COMMAND_TARGET_X:.1f}x ({cmd / inproc:.2f}x; derived)",
+            "PASS" if cmd <= COMMAND_TARGET_X * inproc else "FAIL",
+        ],
         ["", "", "takeback snapshot (CLI)", fmt_s(cli), f"(info: {cmd / cli:.2f}x)", ""],
         ["first snapshot (library)", fmt_s(r["first_snapshot_s"]), "", "", "(info)", ""],
-        [f"session.undo(), {UNDO_FILES}-file turn", fmt_s(m["undo_s"]), "in-process snapshot",
-         fmt_s(inproc), f"(info: {m['undo_s'] / inproc:.2f}x)", ""],
+        [
+            f"session.undo(), {UNDO_FILES}-file turn",
+            fmt_s(m["undo_s"]),
+            "in-process snapshot",
+            fmt_s(inproc),
+            f"(info: {m['undo_s'] / inproc:.2f}x)",
+            "",
+        ],
     ]
-    doc = {"meta": meta, "medians": m,
-           "samples": {k: v for k, v in r.items() if isinstance(v, list)},
-           "first_snapshot_s": r["first_snapshot_s"],
-           "touch_p90_s": p90(r["touch_s"]), "touch_max_s": max(r["touch_s"]),
-           "pass": {"touch": touch < TOUCH_TARGET_S,
-                    "command": cmd <= COMMAND_TARGET_X * inproc},
-           "targets": {"touch_s": TOUCH_TARGET_S, "command_vs_inproc_snapshot":
-                       COMMAND_TARGET_X},
-           "errors": r["errors"]}
+    doc = {
+        "meta": meta,
+        "medians": m,
+        "samples": {k: v for k, v in r.items() if isinstance(v, list)},
+        "first_snapshot_s": r["first_snapshot_s"],
+        "touch_p90_s": p90(r["touch_s"]),
+        "touch_max_s": max(r["touch_s"]),
+        "pass": {"touch": touch < TOUCH_TARGET_S, "command": cmd <= COMMAND_TARGET_X * inproc},
+        "targets": {"touch_s": TOUCH_TARGET_S, "command_vs_inproc_snapshot": COMMAND_TARGET_X},
+        "errors": r["errors"],
+    }
     return rows, doc
 
 
@@ -226,35 +255,52 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=5, help="commands and snapshots timed")
     p.add_argument("--base", default=DEFAULT_BASE, help="where trees and stores live")
     p.add_argument("--takeback", default=None, help="the takeback executable (CLI figure)")
-    p.add_argument("--no-freeze", dest="freeze", action="store_false",
-                   help="run the live package instead of a copy taken at the start")
-    p.add_argument("--json", action="store_true",
-                   help="print the figures as JSON on stdout (the table then goes to stderr)")
+    p.add_argument(
+        "--no-freeze",
+        dest="freeze",
+        action="store_false",
+        help="run the live package instead of a copy taken at the start",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the figures as JSON on stdout (the table then goes to stderr)",
+    )
     args = p.parse_args(argv)
-    with bench_run(args.base, args.files, "run-turns", takeback=args.takeback,
-                   freeze=args.freeze) as setting:
+    with bench_run(
+        args.base, args.files, "run-turns", takeback=args.takeback, freeze=args.freeze
+    ) as setting:
         tree, work = setting.tree, setting.work
         warm_cache(tree)
         r = run(tree.root, work, setting.takeback, args.touches, args.repeat)
     import takeback
 
-    meta = {"files": len(tree.files), "touches": args.touches, "repeat": args.repeat,
-            "takeback": takeback.__version__,
-            "revision": setting.revision, "package": os.path.dirname(takeback.__file__),
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(), "tree": str(tree.root), "store": str(work / "store"),
-            "loadavg_1min_start": setting.load_before,
-            "loadavg_1min_end": round(os.getloadavg()[0], 2),
-            "source_changed": source_digest() != setting.source_before}
+    meta = {
+        "files": len(tree.files),
+        "touches": args.touches,
+        "repeat": args.repeat,
+        "takeback": takeback.__version__,
+        "revision": setting.revision,
+        "package": os.path.dirname(takeback.__file__),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "tree": str(tree.root),
+        "store": str(work / "store"),
+        "loadavg_1min_start": setting.load_before,
+        "loadavg_1min_end": round(os.getloadavg()[0], 2),
+        "source_changed": source_digest() != setting.source_before,
+    }
     rows, doc = summarize(r, meta)
     out = sys.stderr if args.json else sys.stdout
     head = ["measure", "takeback", "compared with", "", "target", "result"]
     widths = [max(len(x[i]) for x in [head, *rows]) for i in range(len(head))]
-    print(f"\ntakeback turn API: {meta['files']} files, {args.touches} touches of 100 KB "
-          f"files, medians of {args.repeat}\n(takeback {meta['takeback']} {meta['revision']}, "
-          f"Python {meta['python']}, {meta['cpus']} CPUs, load average "
-          f"{meta['loadavg_1min_start']} at start, {meta['loadavg_1min_end']} at end)",
-          file=out)
+    print(
+        f"\ntakeback turn API: {meta['files']} files, {args.touches} touches of 100 KB "
+        f"files, medians of {args.repeat}\n(takeback {meta['takeback']} {meta['revision']}, "
+        f"Python {meta['python']}, {meta['cpus']} CPUs, load average "
+        f"{meta['loadavg_1min_start']} at start, {meta['loadavg_1min_end']} at end)",
+        file=out,
+    )
     if meta["source_changed"]:
         print(SOURCE_CHANGED, file=out)
     line = "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))

@@ -28,8 +28,9 @@ allow_deep_trees()
 # the same command again (``.ci/run`` sets CI; ``--hypothesis-profile=ci`` also works).
 # Registered over the default profile, so it is the same whichever hypothesis release
 # (recent ones bring a "ci" profile of their own, and load it when CI is set).
-settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True,
-                          database=None)
+settings.register_profile(
+    "ci", parent=settings.get_profile("default"), derandomize=True, database=None
+)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
@@ -43,8 +44,12 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
-    for var, sub in (("XDG_DATA_HOME", "data"), ("XDG_CONFIG_HOME", "config"),
-                     ("XDG_CACHE_HOME", "cache"), ("XDG_STATE_HOME", "state")):
+    for var, sub in (
+        ("XDG_DATA_HOME", "data"),
+        ("XDG_CONFIG_HOME", "config"),
+        ("XDG_CACHE_HOME", "cache"),
+        ("XDG_STATE_HOME", "state"),
+    ):
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
@@ -75,18 +80,28 @@ class CLI:
         self.root = root
         self.store = store
 
-    def __call__(self, *args: str, input: bytes | None = None, cwd: Path | None = None,
-                 env: dict[str, str] | None = None, check: int | None = 0
-                 ) -> subprocess.CompletedProcess[str]:
+    def __call__(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        check: int | None = 0,
+    ) -> subprocess.CompletedProcess[str]:
         full_env = dict(os.environ)
         full_env["TAKEBACK_STORE"] = str(self.store)
         full_env["PYTHONPATH"] = SRC
         if env:
             full_env.update(env)
         proc = subprocess.run(
-            [sys.executable, "-m", "takeback", *args], cwd=cwd or self.root, env=full_env,
-            input=input.decode() if input is not None else None, capture_output=True,
-            text=True, errors="surrogateescape", timeout=120,  # names need not be UTF-8
+            [sys.executable, "-m", "takeback", *args],
+            cwd=cwd or self.root,
+            env=full_env,
+            input=input.decode() if input is not None else None,
+            capture_output=True,
+            text=True,
+            errors="surrogateescape",
+            timeout=120,  # names need not be UTF-8
         )
         if check is not None and proc.returncode != check:
             raise AssertionError(
@@ -134,8 +149,9 @@ def _without_file_powers() -> tuple[str, ...] | None:
         closed = Path(d) / "closed"
         closed.write_text("x")
         closed.chmod(0)
-        probe = subprocess.run([*prefix, sys.executable, "-c", f"open({str(closed)!r})"],
-                               capture_output=True)
+        probe = subprocess.run(
+            [*prefix, sys.executable, "-c", f"open({str(closed)!r})"], capture_output=True
+        )
     return prefix if b"PermissionError" in probe.stderr else None
 
 
@@ -143,8 +159,10 @@ def without_file_powers() -> tuple[str, ...]:
     """The prefix that makes file permissions apply to a command; skips the test if none."""
     prefix = _without_file_powers()
     if prefix is None:
-        pytest.skip("cannot run a process that file permissions apply to: running as root "
-                    "without setpriv, or unable to drop CAP_DAC_OVERRIDE")
+        pytest.skip(
+            "cannot run a process that file permissions apply to: running as root "
+            "without setpriv, or unable to drop CAP_DAC_OVERRIDE"
+        )
     return prefix
 
 

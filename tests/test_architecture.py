@@ -13,11 +13,17 @@ PKG = Path(takeback.__file__).resolve().parent
 
 # Lower number = lower layer; a module may import only from its own layer or below.
 LAYERS = {
-    "errors": 0, "_types": 0, "_fs": 0,
+    "errors": 0,
+    "_types": 0,
+    "_fs": 0,
     "model": 1,
-    "store": 2, "scan": 2,
+    "store": 2,
+    "scan": 2,
     "ops": 3,
-    "workspace": 4, "_session": 4, "__init__": 4, "__main__": 7,
+    "workspace": 4,
+    "_session": 4,
+    "__init__": 4,
+    "__main__": 7,
     "integrations": 5,
     "cli": 6,
 }
@@ -84,10 +90,18 @@ def test_the_library_below_the_cli_never_touches_process_state() -> None:
 # __main__) may touch them; the library takes root, store and options as arguments and
 # returns data.
 PROCESS_STATE = {
-    "os": {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv", "getcwd",
-           "getcwdb", "chdir"},
-    "sys": {"argv", "exit", "stdin", "stdout", "stderr", "__stdin__", "__stdout__",
-            "__stderr__"},
+    "os": {
+        "environ",
+        "environb",
+        "getenv",
+        "getenvb",
+        "putenv",
+        "unsetenv",
+        "getcwd",
+        "getcwdb",
+        "chdir",
+    },
+    "sys": {"argv", "exit", "stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__"},
 }
 PROCESS_BUILTINS = {"print", "input"}
 
@@ -96,32 +110,50 @@ def process_state_used(path: Path) -> list[str]:
     """Return each use of the process's state in a module: ``os.environ``, ``print(``..."""
     tree = ast.parse(path.read_text())
     # The names ``import os`` and ``import sys as s`` bind, wherever they are imported.
-    modules = {alias.asname or alias.name: alias.name
-               for node in ast.walk(tree) if isinstance(node, ast.Import)
-               for alias in node.names if alias.name in PROCESS_STATE}
+    modules = {
+        alias.asname or alias.name: alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name in PROCESS_STATE
+    }
     found = []
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id in modules
-                and node.attr in PROCESS_STATE[modules[node.value.id]]):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and node.attr in PROCESS_STATE[modules[node.value.id]]
+        ):
             found.append(f"{modules[node.value.id]}.{node.attr} (line {node.lineno})")
         elif isinstance(node, ast.ImportFrom) and node.module in PROCESS_STATE and not node.level:
-            found += [f"from {node.module} import {alias.name} (line {node.lineno})"
-                      for alias in node.names if alias.name in PROCESS_STATE[node.module]]
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id in PROCESS_BUILTINS):
+            found += [
+                f"from {node.module} import {alias.name} (line {node.lineno})"
+                for alias in node.names
+                if alias.name in PROCESS_STATE[node.module]
+            ]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in PROCESS_BUILTINS
+        ):
             found.append(f"{node.func.id}() (line {node.lineno})")
     return found
 
 
 def test_process_state_finder_sees_each_way_in(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("import os\nimport sys as s\nfrom os import getenv\n"
-                      "os.environ.get('X')\ns.stdout.write('x')\nprint('x')\n"
-                      "os.path.join('a')\ns.getrecursionlimit()\n")
+    sample.write_text(
+        "import os\nimport sys as s\nfrom os import getenv\n"
+        "os.environ.get('X')\ns.stdout.write('x')\nprint('x')\n"
+        "os.path.join('a')\ns.getrecursionlimit()\n"
+    )
     assert sorted(process_state_used(sample)) == [
-        "from os import getenv (line 3)", "os.environ (line 4)", "print() (line 6)",
-        "sys.stdout (line 5)"]
+        "from os import getenv (line 3)",
+        "os.environ (line 4)",
+        "print() (line 6)",
+        "sys.stdout (line 5)",
+    ]
 
 
 def test_nothing_below_the_edges_reads_the_environment_or_writes_output() -> None:
@@ -161,15 +193,16 @@ def imported_names(path: Path) -> list[tuple[str, str]]:
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            found += [(alias.name.removeprefix("takeback").lstrip("."), "*")
-                      for alias in node.names
-                      if alias.name == "takeback" or alias.name.startswith("takeback.")]
+            found += [
+                (alias.name.removeprefix("takeback").lstrip("."), "*")
+                for alias in node.names
+                if alias.name == "takeback" or alias.name.startswith("takeback.")
+            ]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[: len(package) - (node.level - 1)]
                 module = ".".join([*base, *([node.module] if node.module else [])])
-            elif node.module and (node.module == "takeback"
-                                  or node.module.startswith("takeback.")):
+            elif node.module and (node.module == "takeback" or node.module.startswith("takeback.")):
                 module = node.module.removeprefix("takeback").lstrip(".")
             else:
                 continue
@@ -224,8 +257,11 @@ def test_public_names_are_sorted_and_real() -> None:
 
 def test_every_error_carries_a_documented_exit_code() -> None:
     readme = (PKG.parent.parent / "README.md").read_text()
-    classes = [c for _, c in inspect.getmembers(errors, inspect.isclass)
-               if issubclass(c, errors.TakebackError)]
+    classes = [
+        c
+        for _, c in inspect.getmembers(errors, inspect.isclass)
+        if issubclass(c, errors.TakebackError)
+    ]
     assert len(classes) >= 10
     for cls in classes:
         assert cls.__name__.endswith("Error")
@@ -276,7 +312,7 @@ def test_no_module_imports_itself_back() -> None:
         state[node] = 1
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append(trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt])
+                cycles.append(trail[trail.index(nxt) :] + [nxt] if nxt in trail else [node, nxt])
             elif nxt not in state:
                 visit(nxt, [*trail, nxt])
         state[node] = 2

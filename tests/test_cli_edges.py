@@ -39,28 +39,31 @@ def two_turns(tb: CLI, ws_dir: Path) -> CLI:
     return tb
 
 
-@pytest.mark.parametrize("args", [
-    ["rewind", "--to", HUGE],
-    ["rewind", "--to", f"turn:{HUGE}"],
-    ["rewind", "--to", "9223372036854775808"],
-    ["show", f"{HUGE}:a.txt"],
-    ["show", f"turn:{HUGE}:a.txt"],
-    ["diff", HUGE],
-    ["diff", "start", HUGE],
-    ["log", "-n", HUGE],
-    ["undo", "--turn", HUGE],
-    ["undo", "--turn", f"-{HUGE}"],
-    ["revert", "--to-turn", HUGE],
-    ["changes", "--turn", HUGE],
-])
-def test_a_number_too_large_for_the_store_is_a_refusal(two_turns: CLI, ws_dir: Path,
-                                                      args: list[str]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["rewind", "--to", HUGE],
+        ["rewind", "--to", f"turn:{HUGE}"],
+        ["rewind", "--to", "9223372036854775808"],
+        ["show", f"{HUGE}:a.txt"],
+        ["show", f"turn:{HUGE}:a.txt"],
+        ["diff", HUGE],
+        ["diff", "start", HUGE],
+        ["log", "-n", HUGE],
+        ["undo", "--turn", HUGE],
+        ["undo", "--turn", f"-{HUGE}"],
+        ["revert", "--to-turn", HUGE],
+        ["changes", "--turn", HUGE],
+    ],
+)
+def test_a_number_too_large_for_the_store_is_a_refusal(
+    two_turns: CLI, ws_dir: Path, args: list[str]
+) -> None:
     _one_line_refusal(two_turns, *args)
     assert (ws_dir / "a.txt").read_text() == "a3\n"
 
 
-def test_the_library_reads_a_number_too_large_as_no_such_step(two_turns: CLI,
-                                                             ws_dir: Path) -> None:
+def test_the_library_reads_a_number_too_large_as_no_such_step(two_turns: CLI, ws_dir: Path) -> None:
     from takeback import Workspace
     from takeback.errors import RefError
 
@@ -92,7 +95,7 @@ def _write_odd(ws: Path, text: str) -> None:
 
 
 def _paths(lines: list[str], prefix: str) -> list[str]:
-    return sorted(line[len(prefix):] for line in lines if line.startswith(prefix))
+    return sorted(line[len(prefix) :] for line in lines if line.startswith(prefix))
 
 
 def test_odd_names_are_quoted_as_git_quotes_them(tb: CLI, ws_dir: Path) -> None:
@@ -107,9 +110,13 @@ def test_odd_names_are_quoted_as_git_quotes_them(tb: CLI, ws_dir: Path) -> None:
     assert len(lines) == len(ODD) and _paths(lines, "A ") == want
     if shutil.which("git"):
         subprocess.run(["git", "init", "-q"], cwd=ws_dir, check=True)
-        git = subprocess.run(["git", "-c", "core.quotePath=true", "ls-files", "--others",
-                              "--exclude-standard"], cwd=ws_dir, capture_output=True,
-                             text=True, check=True).stdout.splitlines()
+        git = subprocess.run(
+            ["git", "-c", "core.quotePath=true", "ls-files", "--others", "--exclude-standard"],
+            cwd=ws_dir,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
         assert sorted(p for p in git if p != "keep.txt") == want
     lines = tb("diff", "--name-status").stdout.splitlines()
     assert len(lines) == len(ODD) and _paths(lines, "A\t") == want
@@ -128,8 +135,11 @@ def test_odd_names_are_quoted_as_git_quotes_them(tb: CLI, ws_dir: Path) -> None:
     lines = tb("changes").stdout.splitlines()
     assert len(lines) == len(ODD) + 1
     assert sorted(line.split(maxsplit=3)[3] for line in lines[1:]) == want
-    for cmd, head in ((["undo"], "Undid"), (["redo"], "Redid"),
-                      (["revert", "--to-turn", "0"], "Reverted")):
+    for cmd, head in (
+        (["undo"], "Undid"),
+        (["redo"], "Redid"),
+        (["revert", "--to-turn", "0"], "Reverted"),
+    ):
         lines = tb(*cmd).stdout.splitlines()
         assert lines[0].startswith(head) and len(lines) == len(ODD) + 2, (cmd, lines)
         assert _paths(lines, "  ") == want
@@ -157,16 +167,16 @@ def test_a_store_that_is_a_file_is_a_refusal(tb: CLI, ws_dir: Path, tmp_path: Pa
     not_a_folder = tmp_path / "notes.txt"
     not_a_folder.write_text("mine\n")
     for store in (not_a_folder, not_a_folder / "store"):
-        for args in (["snapshot"], ["log"], ["status"], ["run", "--", "true"],
-                     ["turn", "begin"]):
+        for args in (["snapshot"], ["log"], ["status"], ["run", "--", "true"], ["turn", "begin"]):
             line = _one_line_refusal(tb, "--store", str(store), *args)
             assert line.startswith("takeback: error: "), line
     assert not_a_folder.read_text() == "mine\n"
 
 
 def _tree(folder: Path) -> dict[str, tuple[int, int, int]]:
-    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns, p.stat().st_mode)
-            for p in folder.iterdir()}
+    return {
+        p.name: (p.stat().st_size, p.stat().st_mtime_ns, p.stat().st_mode) for p in folder.iterdir()
+    }
 
 
 def test_a_read_only_store_can_still_be_read(tmp_path: Path) -> None:
@@ -196,14 +206,21 @@ def test_a_read_only_store_can_still_be_read(tmp_path: Path) -> None:
     env = dict(os.environ, TAKEBACK_STORE=str(store), PYTHONPATH=SRC)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*prefix, sys.executable, "-m", "takeback", *args],
-                              cwd=ws, env=env, capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [*prefix, sys.executable, "-m", "takeback", *args],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     try:
         proc = run("log")
         assert (proc.returncode, proc.stderr) == (0, "") and proc.stdout == expected_log
         assert len(json.loads(run("log", "--json", "--all").stdout)) == len(
-            expected_log.splitlines())
+            expected_log.splitlines()
+        )
         assert run("show", f"{first[:10]}:a.txt").stdout == "a1\n"
         proc = run("diff", first[:10], last[:10])
         assert proc.returncode == 0 and "-a1\n+a2\n" in proc.stdout
@@ -234,8 +251,13 @@ def test_a_closed_pipe_ends_the_output_quietly(tb: CLI, ws_dir: Path, args: list
         (ws_dir / f"a-file-with-a-long-name-to-fill-the-pipe-{i:05}.txt").write_text(f"{i}\n")
     env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC)
     # ``takeback status | head -1``
-    proc = subprocess.Popen([sys.executable, "-m", "takeback", *args], cwd=ws_dir, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "takeback", *args],
+        cwd=ws_dir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline()
     proc.stdout.close()

@@ -140,7 +140,10 @@ def test_status_and_diff_name_status(tb: CLI, ws_dir: Path) -> None:
     (ws_dir / "new.txt").write_text("n\n")
     assert tb("status").stdout.splitlines() == ["D gone.txt", "M keep.txt", "A new.txt"]
     assert tb("diff", "--name-status").stdout.splitlines() == [
-        "D\tgone.txt", "M\tkeep.txt", "A\tnew.txt"]
+        "D\tgone.txt",
+        "M\tkeep.txt",
+        "A\tnew.txt",
+    ]
     stat_out = tb("diff", "--stat").stdout
     assert "3 files changed, 2 insertions(+), 2 deletions(-)" in stat_out
     only = tb("diff", "--name-status", "--", "keep.txt").stdout
@@ -169,7 +172,8 @@ def test_diff_is_accepted_by_git_apply(tb: CLI, ws_dir: Path, tmp_path: Path) ->
     got = state(ws_dir)
     # git apply leaves folders that became empty; the files themselves must match exactly.
     assert {k: v for k, v in got.items() if v[0] != "d"} == {
-        k: v for k, v in wanted.items() if v[0] != "d"}
+        k: v for k, v in wanted.items() if v[0] != "d"
+    }
 
 
 def test_binary_diff_says_so(tb: CLI, ws_dir: Path) -> None:
@@ -184,8 +188,12 @@ def test_show_prints_the_bytes_as_they_were(tb: CLI, ws_dir: Path) -> None:
     sid = snap(tb)
     (ws_dir / "f.bin").write_bytes(b"other")
     proc = subprocess.run(
-        [*tb_cmd(), "show", f"{sid[:6]}:f.bin"], cwd=ws_dir, capture_output=True,
-        env=tb_env(tb), check=True)
+        [*tb_cmd(), "show", f"{sid[:6]}:f.bin"],
+        cwd=ws_dir,
+        capture_output=True,
+        env=tb_env(tb),
+        check=True,
+    )
     assert proc.stdout == b"\xff\x00abc"
     assert tb("show", "start:missing.txt", check=2).stderr.startswith("takeback: error:")
 
@@ -221,12 +229,12 @@ def test_scope_rules_gitignore_takebackignore_env_and_git(tb: CLI, ws_dir: Path)
     (ws_dir / ".env").write_text("SECRET=1\n")
     (ws_dir / ".env.local").write_text("SECRET=2\n")
     snap(tb)
-    git_before = subprocess.run(["git", "status", "--porcelain"], cwd=ws_dir,
-                                capture_output=True, text=True).stdout
+    git_before = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=ws_dir, capture_output=True, text=True
+    ).stdout
     index_before = (ws_dir / ".git" / "index").read_bytes()
 
-    for name in ("app.log", "build/out.o", "logs/drop.txt", ".env", ".env.local",
-                 "sub/noise.tmp"):
+    for name in ("app.log", "build/out.o", "logs/drop.txt", ".env", ".env.local", "sub/noise.tmp"):
         (ws_dir / name).write_text("changed by a person\n")
     (ws_dir / "sub" / "important.log").write_text("changed\n")
     (ws_dir / "tracked.log").write_text("changed\n")
@@ -237,13 +245,16 @@ def test_scope_rules_gitignore_takebackignore_env_and_git(tb: CLI, ws_dir: Path)
     assert (ws_dir / "sub" / "important.log").read_text() == "kept\n"
     assert (ws_dir / "tracked.log").read_text() == "force-added\n"
     assert (ws_dir / "logs" / "keep.txt").read_text() == "keep\n"
-    for name in ("app.log", "build/out.o", "logs/drop.txt", ".env", ".env.local",
-                 "sub/noise.tmp"):
+    for name in ("app.log", "build/out.o", "logs/drop.txt", ".env", ".env.local", "sub/noise.tmp"):
         assert (ws_dir / name).read_text() == "changed by a person\n", name
     assert (ws_dir / "new.log").exists()
     assert (ws_dir / ".git" / "index").read_bytes() == index_before
-    assert subprocess.run(["git", "status", "--porcelain"], cwd=ws_dir, capture_output=True,
-                          text=True).stdout == git_before
+    assert (
+        subprocess.run(
+            ["git", "status", "--porcelain"], cwd=ws_dir, capture_output=True, text=True
+        ).stdout
+        == git_before
+    )
 
 
 def test_big_files_are_counted_named_and_not_restored(tb: CLI, ws_dir: Path) -> None:
@@ -262,8 +273,15 @@ def test_big_files_are_counted_named_and_not_restored(tb: CLI, ws_dir: Path) -> 
 
 def test_run_is_a_step_and_passes_the_exit_status(tb: CLI, ws_dir: Path) -> None:
     (ws_dir / "f.txt").write_text("one\n")
-    proc = tb("run", "--json", "--", "sh", "-c",
-              "echo two > f.txt; echo made > g.txt; echo out; exit 7", check=7)
+    proc = tb(
+        "run",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "echo two > f.txt; echo made > g.txt; echo out; exit 7",
+        check=7,
+    )
     doc = json.loads(proc.stdout.split("out\n", 1)[1])
     assert doc["exit_code"] == 7 and doc["step"] == 1
     assert sorted(c["path"] for c in doc["changes"]) == ["f.txt", "g.txt"]
@@ -285,8 +303,13 @@ def test_bad_refs_exit_2_with_one_line(tb: CLI, ws_dir: Path) -> None:
     (ws_dir / "f").write_text("x")
     snap(tb)
     (ws_dir / "f").write_text("y")
-    for ref, words in (("abc", "too short"), ("ffffffff", "no snapshot matches"),
-                       ("not-a-ref", "not a ref"), ("turn:9", "no turn 9"), ("99", "no step")):
+    for ref, words in (
+        ("abc", "too short"),
+        ("ffffffff", "no snapshot matches"),
+        ("not-a-ref", "not a ref"),
+        ("turn:9", "no turn 9"),
+        ("99", "no step"),
+    ):
         proc = tb("rewind", "--to", ref, check=2)
         assert words in proc.stderr, (ref, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1
@@ -310,7 +333,8 @@ def test_a_store_for_another_root_is_refused(tb: CLI, ws_dir: Path, tmp_path: Pa
 
 
 def test_a_damaged_object_refuses_the_rewind_and_writes_nothing(
-        tb: CLI, ws_dir: Path, store_dir: Path) -> None:
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
     import sqlite3
 
     (ws_dir / "f.txt").write_text("original content\n")
@@ -323,8 +347,10 @@ def test_a_damaged_object_refuses_the_rewind_and_writes_nothing(
     import zstandard
 
     oid = hashlib.sha256(b"original content\n").hexdigest()
-    conn.execute("UPDATE objects SET data=? WHERE oid=?",
-                 (zstandard.ZstdCompressor().compress(b"tampered\n"), oid))
+    conn.execute(
+        "UPDATE objects SET data=? WHERE oid=?",
+        (zstandard.ZstdCompressor().compress(b"tampered\n"), oid),
+    )
     conn.commit()
     conn.close()
     proc = tb("rewind", "--to", "start", check=2)
@@ -348,8 +374,7 @@ def test_default_store_lives_in_the_user_data_folder(ws_dir: Path, tmp_path: Pat
     env = {k: v for k, v in os.environ.items() if k != "TAKEBACK_STORE"}
     env["PYTHONPATH"] = SRC
     (ws_dir / "f").write_text("x")
-    subprocess.run([*tb_cmd(), "snapshot"], cwd=ws_dir, env=env, check=True,
-                   capture_output=True)
+    subprocess.run([*tb_cmd(), "snapshot"], cwd=ws_dir, env=env, check=True, capture_output=True)
     data = Path(os.environ["XDG_DATA_HOME"]) / "takeback" / "workspaces"
     stores = list(data.iterdir())
     assert len(stores) == 1 and stores[0].name.startswith("ws-")
@@ -357,7 +382,8 @@ def test_default_store_lives_in_the_user_data_folder(ws_dir: Path, tmp_path: Pat
 
 
 def test_a_symlinked_folder_pointing_outside_never_lets_a_restore_out(
-        tb: CLI, ws_dir: Path, tmp_path: Path) -> None:
+    tb: CLI, ws_dir: Path, tmp_path: Path
+) -> None:
     (ws_dir / "d").mkdir()
     (ws_dir / "d" / "f.txt").write_text("inside\n")
     snap(tb)
@@ -383,8 +409,9 @@ def test_store_inside_the_workspace_is_never_scanned(tmp_path: Path, ws_dir: Pat
     assert (ws_dir / ".tb-store" / "store.json").exists()
 
 
-def test_interrupted_rewind_is_reported_and_can_be_finished(tb: CLI, ws_dir: Path,
-                                                            store_dir: Path) -> None:
+def test_interrupted_rewind_is_reported_and_can_be_finished(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
     import takeback
 
     for i in range(30):
@@ -414,8 +441,13 @@ def test_interrupted_rewind_is_reported_and_can_be_finished(tb: CLI, ws_dir: Pat
 def test_version_and_json_everywhere(tb: CLI, ws_dir: Path) -> None:
     assert tb("--version").stdout.startswith("takeback ")
     (ws_dir / "f").write_text("x")
-    for args in (["snapshot"], ["status"], ["diff"], ["rewind", "--to", "start"],
-                 ["show", "start:f"]):
+    for args in (
+        ["snapshot"],
+        ["status"],
+        ["diff"],
+        ["rewind", "--to", "start"],
+        ["show", "start:f"],
+    ):
         doc = json.loads(tb(*args, "--json").stdout)
         assert doc["schema"] == 1
     snaps = json.loads(tb("--json", "log").stdout)  # the option before the command works too
@@ -461,8 +493,13 @@ def test_several_processes_share_one_store(tb: CLI, ws_dir: Path) -> None:
     tb("snapshot")
     env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC)
     procs = [
-        subprocess.Popen([*tb_cmd(), "run", "--", "sh", "-c", f"echo {i} > w{i}.txt"],
-                         cwd=ws_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [*tb_cmd(), "run", "--", "sh", "-c", f"echo {i} > w{i}.txt"],
+            cwd=ws_dir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         for i in range(6)
     ]
     for p in procs:
@@ -486,11 +523,16 @@ def test_commands_from_a_subfolder_find_the_workspace(tb: CLI, ws_dir: Path) -> 
     # The same with the default store (no TAKEBACK_STORE): found by its root's key.
     env = {k: v for k, v in os.environ.items() if k != "TAKEBACK_STORE"}
     env["PYTHONPATH"] = SRC
-    subprocess.run([*tb_cmd(), "snapshot"], cwd=ws_dir, env=env, check=True,
-                   capture_output=True)
+    subprocess.run([*tb_cmd(), "snapshot"], cwd=ws_dir, env=env, check=True, capture_output=True)
     (ws_dir / "sub" / "x.txt").write_text("three\n")
-    proc = subprocess.run([*tb_cmd(), "status"], cwd=ws_dir / "sub", env=env,
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [*tb_cmd(), "status"],
+        cwd=ws_dir / "sub",
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert proc.stdout.splitlines() == ["M sub/x.txt"]
 
 
@@ -514,7 +556,8 @@ def test_a_file_that_becomes_an_ignored_folder_of_the_same_name(tb: CLI, ws_dir:
 def test_raising_the_size_limit_keeps_a_file_skipped_before(tb: CLI, ws_dir: Path) -> None:
     (ws_dir / "big.txt").write_text("x" * 500)
     assert json.loads(tb("snapshot", "--json", "--max-file-bytes", "100").stdout)["skipped"] == [
-        "big.txt"]
+        "big.txt"
+    ]
     import time
 
     time.sleep(1.2)

@@ -21,11 +21,16 @@ from takeback.errors import RestoreError, ScanError, StoreError
 
 
 def test_a_full_disk_under_the_store_fails_cleanly_and_the_store_still_opens(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)],
-                      capture_output=True).returncode != 0:
+    if (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("this machine does not let tests mount a small filesystem")
     try:
         root = tmp_path / "ws"
@@ -48,8 +53,8 @@ def test_a_full_disk_under_the_store_fails_cleanly_and_the_store_still_opens(
 
 
 def test_a_full_disk_during_a_rewind_reports_and_can_be_taken_back(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     for name in ("a", "b", "c"):
@@ -84,8 +89,9 @@ def test_a_full_disk_during_a_rewind_reports_and_can_be_taken_back(
     assert [(root / f"{n}.txt").read_text() for n in "abc"] == ["a v2\n", "b v2\n", "c v2\n"]
 
 
-def test_a_file_that_vanishes_mid_scan_is_left_out(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_that_vanishes_mid_scan_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     (root / "stays.txt").write_text("s\n")
@@ -104,8 +110,9 @@ def test_a_file_that_vanishes_mid_scan_is_left_out(tmp_path: Path,
     assert info.files == 1
 
 
-def test_an_unreadable_file_is_one_clear_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unreadable_file_is_one_clear_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # An unreadable file once failed the whole snapshot (exit 2): it is skipped and named
     # now (tests/test_unreadable.py makes it real), and only an unreadable root fails.
     root = tmp_path / "ws"
@@ -125,10 +132,14 @@ def test_an_unreadable_file_is_one_clear_warning(tmp_path: Path, monkeypatch: py
     err = capsys.readouterr().err
     assert code == 0
     assert err.strip() == (
-        "takeback: warning: 1 path(s) unreadable, not kept: secret.txt (permission denied)")
+        "takeback: warning: 1 path(s) unreadable, not kept: secret.txt (permission denied)"
+    )
     info = Workspace(root, store=tmp_path / "store").snapshot()
     assert (info.files, info.unreadable, info.unreadable_count) == (
-        1, (("secret.txt", "permission denied"),), 1)
+        1,
+        (("secret.txt", "permission denied"),),
+        1,
+    )
 
     real_scandir = os.scandir
 

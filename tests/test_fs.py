@@ -12,8 +12,9 @@ from takeback._fs import SafeRoot, atomic_write, to_rel
 from takeback.errors import PathError
 
 
-@pytest.mark.parametrize("rel", ["", "/etc/passwd", "../x", "a/../../x", "a//b", ".git/config",
-                                 "sub/.git/HEAD", "./a"])
+@pytest.mark.parametrize(
+    "rel", ["", "/etc/passwd", "../x", "a/../../x", "a//b", ".git/config", "sub/.git/HEAD", "./a"]
+)
 def test_unsafe_paths_are_refused(tmp_path: Path, rel: str) -> None:
     with pytest.raises(PathError):
         SafeRoot(str(tmp_path)).write_file(rel, b"x", 0o644)

@@ -78,15 +78,30 @@ class Claude:
         return out
 
     def send(self, event: str, **fields: Any) -> None:
-        payload = {"session_id": SESSION,
-                   "transcript_path": f"/home/u/.claude/projects/x/{SESSION}.jsonl",
-                   "cwd": str(self.root), "permission_mode": "acceptEdits",
-                   "hook_event_name": event, **fields}
-        env = dict(os.environ, CLAUDE_PROJECT_DIR=str(self.root), TAKEBACK_STORE=str(self.store),
-                   PYTHONPATH=SRC)
+        payload = {
+            "session_id": SESSION,
+            "transcript_path": f"/home/u/.claude/projects/x/{SESSION}.jsonl",
+            "cwd": str(self.root),
+            "permission_mode": "acceptEdits",
+            "hook_event_name": event,
+            **fields,
+        }
+        env = dict(
+            os.environ,
+            CLAUDE_PROJECT_DIR=str(self.root),
+            TAKEBACK_STORE=str(self.store),
+            PYTHONPATH=SRC,
+        )
         for command in self._matching(event, fields.get("tool_name")):
-            proc = subprocess.run(["sh", "-c", command], input=json.dumps(payload), text=True,
-                                  capture_output=True, cwd=self.root, env=env, timeout=60)
+            proc = subprocess.run(
+                ["sh", "-c", command],
+                input=json.dumps(payload),
+                text=True,
+                capture_output=True,
+                cwd=self.root,
+                env=env,
+                timeout=60,
+            )
             self.calls += 1
             assert proc.returncode == 0, proc.stderr
             assert proc.stdout == "", proc.stdout
@@ -98,17 +113,22 @@ class Claude:
         tid = f"toolu_01{self.n:06d}"
         self.send("PreToolUse", tool_name=name, tool_use_id=tid, tool_input=tool_input)
         act()
-        self.send("PostToolUse", tool_name=name, tool_use_id=tid, tool_input=tool_input,
-                  tool_response={"filePath": tool_input.get("file_path")})
+        self.send(
+            "PostToolUse",
+            tool_name=name,
+            tool_use_id=tid,
+            tool_input=tool_input,
+            tool_response={"filePath": tool_input.get("file_path")},
+        )
 
 
-def test_a_whole_session_through_the_installed_hooks(tb: CLI, ws_dir: Path,
-                                                     store_dir: Path) -> None:
+def test_a_whole_session_through_the_installed_hooks(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
     (ws_dir / "app.py").write_text("def foo():  \n    return 1\n")
     (ws_dir / "README.md").write_text("# app\n")
     (ws_dir / "fmt.py").write_text(FORMATTER)
-    out = tb("hooks", "install", "claude-code", "--project",
-             env={"PATH": "/usr/bin:/bin"}).stdout
+    out = tb("hooks", "install", "claude-code", "--project", env={"PATH": "/usr/bin:/bin"}).stdout
     assert "Created" in out and "+ PreToolUse [" in out
     claude = Claude(ws_dir, store_dir, ws_dir / ".claude" / "settings.json")
     s0 = state(ws_dir)
@@ -122,25 +142,37 @@ def test_a_whole_session_through_the_installed_hooks(tb: CLI, ws_dir: Path,
         test_py.write_text("from app import bar   \n\ndef test_bar():\n    assert bar() == 1\n")
 
     claude.tool("Write", {"file_path": str(test_py), "content": "..."}, write_test)
-    claude.tool("Edit", {"file_path": str(ws_dir / "app.py"), "old_string": "foo",
-                         "new_string": "bar"},
-                lambda: (ws_dir / "app.py").write_text("def bar():  \n    return 1\n"))
+    claude.tool(
+        "Edit",
+        {"file_path": str(ws_dir / "app.py"), "old_string": "foo", "new_string": "bar"},
+        lambda: (ws_dir / "app.py").write_text("def bar():  \n    return 1\n"),
+    )
     s_before_bash = state(ws_dir)
-    claude.tool("Bash", {"command": "python fmt.py .", "description": "Format"},
-                lambda: subprocess.run([sys.executable, "fmt.py", str(ws_dir)], check=True,
-                                       cwd=ws_dir))
+    claude.tool(
+        "Bash",
+        {"command": "python fmt.py .", "description": "Format"},
+        lambda: subprocess.run([sys.executable, "fmt.py", str(ws_dir)], check=True, cwd=ws_dir),
+    )
     claude.send("Stop", stop_hook_active=False)
     s1 = state(ws_dir)
     assert s1["app.py"][1] == b"def bar():\n    return 1\n"
 
     # Turn 2: a MultiEdit and a new notebook.
     claude.send("UserPromptSubmit", prompt="Return 2, and add a notebook.")
-    claude.tool("MultiEdit", {"file_path": str(ws_dir / "app.py"),
-                              "edits": [{"old_string": "1", "new_string": "2"}]},
-                lambda: (ws_dir / "app.py").write_text("def bar():\n    return 2\n"))
-    claude.tool("NotebookEdit", {"notebook_path": str(ws_dir / "nb.ipynb"),
-                                 "new_source": "print(1)", "edit_mode": "insert"},
-                lambda: (ws_dir / "nb.ipynb").write_text('{"cells": []}\n'))
+    claude.tool(
+        "MultiEdit",
+        {"file_path": str(ws_dir / "app.py"), "edits": [{"old_string": "1", "new_string": "2"}]},
+        lambda: (ws_dir / "app.py").write_text("def bar():\n    return 2\n"),
+    )
+    claude.tool(
+        "NotebookEdit",
+        {
+            "notebook_path": str(ws_dir / "nb.ipynb"),
+            "new_source": "print(1)",
+            "edit_mode": "insert",
+        },
+        lambda: (ws_dir / "nb.ipynb").write_text('{"cells": []}\n'),
+    )
     claude.send("Stop", stop_hook_active=False)
     s2 = state(ws_dir)
     assert claude.calls == 10  # PostToolUse of a file tool matches no handler of ours
@@ -148,11 +180,16 @@ def test_a_whole_session_through_the_installed_hooks(tb: CLI, ws_dir: Path,
     assert not (store_dir / "hook.log").exists()
     changes = json.loads(tb("changes", "--turn", "1", "--session", SESSION, "--json").stdout)
     assert {c["path"]: c["status"] for c in changes["changes"]} == {
-        "app.py": "modified", "tests/test_app.py": "created", "build/fmt.log": "created",
-        "build": "created"}  # the folder the formatter made is a change too
+        "app.py": "modified",
+        "tests/test_app.py": "created",
+        "build/fmt.log": "created",
+        "build": "created",
+    }  # the folder the formatter made is a change too
     changes = json.loads(tb("changes", "--session", SESSION, "--json").stdout)
     assert {c["path"]: c["status"] for c in changes["changes"]} == {
-        "app.py": "modified", "nb.ipynb": "created"}
+        "app.py": "modified",
+        "nb.ipynb": "created",
+    }
 
     undo = json.loads(tb("undo", "--session", SESSION, "--json").stdout)
     assert undo["turns"] == [2] and state(ws_dir) == s1
@@ -171,8 +208,9 @@ def test_a_whole_session_through_the_installed_hooks(tb: CLI, ws_dir: Path,
     assert state(ws_dir) == s2
 
 
-def test_bash_steps_end_at_stop_or_post_tool_use_failure(tb: CLI, ws_dir: Path,
-                                                      store_dir: Path) -> None:
+def test_bash_steps_end_at_stop_or_post_tool_use_failure(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
     (ws_dir / "a.txt").write_text("a\n")
     base = {"session_id": "s", "cwd": str(ws_dir)}
 
@@ -181,22 +219,40 @@ def test_bash_steps_end_at_stop_or_post_tool_use_failure(tb: CLI, ws_dir: Path,
         assert proc.stdout == "" and proc.stderr == ""
 
     hook(hook_event_name="UserPromptSubmit", prompt="go")
-    hook(hook_event_name="PreToolUse", tool_name="Bash", tool_use_id="t1",
-         tool_input={"command": "sed -i s/a/b/ a.txt"})
+    hook(
+        hook_event_name="PreToolUse",
+        tool_name="Bash",
+        tool_use_id="t1",
+        tool_input={"command": "sed -i s/a/b/ a.txt"},
+    )
     (ws_dir / "a.txt").write_text("b\n")  # the command failed after writing: no PostToolUse
-    hook(hook_event_name="PreToolUse", tool_name="Bash", tool_use_id="t2",
-         tool_input={"command": "false"})
+    hook(
+        hook_event_name="PreToolUse",
+        tool_name="Bash",
+        tool_use_id="t2",
+        tool_input={"command": "false"},
+    )
     (ws_dir / "b.txt").write_text("b\n")
-    hook(hook_event_name="PostToolUseFailure", tool_name="Bash", tool_use_id="t2",
-         tool_input={"command": "false"}, error="exit 1")
+    hook(
+        hook_event_name="PostToolUseFailure",
+        tool_name="Bash",
+        tool_use_id="t2",
+        tool_input={"command": "false"},
+        error="exit 1",
+    )
     hook(hook_event_name="Stop")
     changes = json.loads(tb("changes", "--session", "s", "--json").stdout)["changes"]
-    assert [(c["path"], c["status"]) for c in changes] == [("a.txt", "modified"),
-                                                          ("b.txt", "created")]
+    assert [(c["path"], c["status"]) for c in changes] == [
+        ("a.txt", "modified"),
+        ("b.txt", "created"),
+    ]
     tb("undo", "--session", "s")
     assert (ws_dir / "a.txt").read_text() == "a\n" and not (ws_dir / "b.txt").exists()
-    steps = [s for s in json.loads(tb("log", "--session", "s", "--json").stdout)
-             if s["kind"] == "step-after"]
+    steps = [
+        s
+        for s in json.loads(tb("log", "--session", "s", "--json").stdout)
+        if s["kind"] == "step-after"
+    ]
     assert sorted(s["step"] for s in steps) == [1, 2]
 
 
@@ -206,40 +262,105 @@ BROKEN: list[tuple[str, bytes]] = [
     ("not utf-8", b"\xff\xfe\x00{"),
     ("not an object", b"[1, 2]"),
     ("no event", json.dumps({"session_id": "s", "cwd": "{ws}"}).encode()),
-    ("no session", json.dumps({"hook_event_name": "UserPromptSubmit", "cwd": "{ws}",
-                               "prompt": "x"}).encode()),
-    ("session not a string", json.dumps({"hook_event_name": "Stop", "session_id": 7,
-                                         "cwd": "{ws}"}).encode()),
-    ("no file path", json.dumps({"hook_event_name": "PreToolUse", "session_id": "s",
-                                 "cwd": "{ws}", "tool_name": "Write",
-                                 "tool_input": {"content": "x"}}).encode()),
-    ("tool_input not an object", json.dumps({"hook_event_name": "PreToolUse",
-                                             "session_id": "s", "cwd": "{ws}",
-                                             "tool_name": "Edit",
-                                             "tool_input": "a.txt"}).encode()),
-    ("path outside the root", json.dumps({"hook_event_name": "PreToolUse", "session_id": "s",
-                                          "cwd": "{ws}", "tool_name": "Write",
-                                          "tool_use_id": "t",
-                                          "tool_input": {"file_path": "{outside}"}}).encode()),
-    ("dot-dot out of the root", json.dumps({"hook_event_name": "PreToolUse",
-                                            "session_id": "s", "cwd": "{ws}",
-                                            "tool_name": "Edit",
-                                            "tool_input": {"file_path": "../outside.txt"}}
-                                           ).encode()),
-    ("cwd that does not exist", json.dumps({"hook_event_name": "UserPromptSubmit",
-                                            "session_id": "s", "cwd": "/nonexistent/x",
-                                            "prompt": "x"}).encode()),
+    (
+        "no session",
+        json.dumps({"hook_event_name": "UserPromptSubmit", "cwd": "{ws}", "prompt": "x"}).encode(),
+    ),
+    (
+        "session not a string",
+        json.dumps({"hook_event_name": "Stop", "session_id": 7, "cwd": "{ws}"}).encode(),
+    ),
+    (
+        "no file path",
+        json.dumps(
+            {
+                "hook_event_name": "PreToolUse",
+                "session_id": "s",
+                "cwd": "{ws}",
+                "tool_name": "Write",
+                "tool_input": {"content": "x"},
+            }
+        ).encode(),
+    ),
+    (
+        "tool_input not an object",
+        json.dumps(
+            {
+                "hook_event_name": "PreToolUse",
+                "session_id": "s",
+                "cwd": "{ws}",
+                "tool_name": "Edit",
+                "tool_input": "a.txt",
+            }
+        ).encode(),
+    ),
+    (
+        "path outside the root",
+        json.dumps(
+            {
+                "hook_event_name": "PreToolUse",
+                "session_id": "s",
+                "cwd": "{ws}",
+                "tool_name": "Write",
+                "tool_use_id": "t",
+                "tool_input": {"file_path": "{outside}"},
+            }
+        ).encode(),
+    ),
+    (
+        "dot-dot out of the root",
+        json.dumps(
+            {
+                "hook_event_name": "PreToolUse",
+                "session_id": "s",
+                "cwd": "{ws}",
+                "tool_name": "Edit",
+                "tool_input": {"file_path": "../outside.txt"},
+            }
+        ).encode(),
+    ),
+    (
+        "cwd that does not exist",
+        json.dumps(
+            {
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": "s",
+                "cwd": "/nonexistent/x",
+                "prompt": "x",
+            }
+        ).encode(),
+    ),
 ]
 
 IGNORED: list[tuple[str, bytes]] = [
-    ("unknown event", json.dumps({"hook_event_name": "TeammateIdle", "session_id": "s",
-                                  "cwd": "{ws}"}).encode()),
-    ("unknown tool", json.dumps({"hook_event_name": "PreToolUse", "session_id": "s",
-                                 "cwd": "{ws}", "tool_name": "Read",
-                                 "tool_input": {"file_path": "{ws}/a.txt"}}).encode()),
-    ("post without pre", json.dumps({"hook_event_name": "PostToolUse", "session_id": "s",
-                                     "cwd": "{ws}", "tool_name": "Bash",
-                                     "tool_use_id": "nope"}).encode()),
+    (
+        "unknown event",
+        json.dumps({"hook_event_name": "TeammateIdle", "session_id": "s", "cwd": "{ws}"}).encode(),
+    ),
+    (
+        "unknown tool",
+        json.dumps(
+            {
+                "hook_event_name": "PreToolUse",
+                "session_id": "s",
+                "cwd": "{ws}",
+                "tool_name": "Read",
+                "tool_input": {"file_path": "{ws}/a.txt"},
+            }
+        ).encode(),
+    ),
+    (
+        "post without pre",
+        json.dumps(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": "s",
+                "cwd": "{ws}",
+                "tool_name": "Bash",
+                "tool_use_id": "nope",
+            }
+        ).encode(),
+    ),
 ]
 
 
@@ -254,17 +375,23 @@ def _run_broken(tb: CLI, ws_dir: Path, tmp_path: Path, raw: bytes) -> None:
     before = state(ws_dir)
     # Bytes as they come (the CLI fixture sends text, and one payload is not UTF-8).
     env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC)
-    proc = subprocess.run([sys.executable, "-m", "takeback", "hook", "claude-code"],
-                          input=_fill(raw, ws_dir, outside), capture_output=True, cwd=ws_dir,
-                          env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "takeback", "hook", "claude-code"],
+        input=_fill(raw, ws_dir, outside),
+        capture_output=True,
+        cwd=ws_dir,
+        env=env,
+        timeout=60,
+    )
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
     assert state(ws_dir) == before
     assert outside.read_text() == "outside\n"
 
 
 @pytest.mark.parametrize("raw", [r for _n, r in BROKEN], ids=[n for n, _r in BROKEN])
-def test_broken_payloads_exit_0_and_are_logged(tb: CLI, ws_dir: Path, store_dir: Path,
-                                               tmp_path: Path, raw: bytes) -> None:
+def test_broken_payloads_exit_0_and_are_logged(
+    tb: CLI, ws_dir: Path, store_dir: Path, tmp_path: Path, raw: bytes
+) -> None:
     _run_broken(tb, ws_dir, tmp_path, raw)
     log = (store_dir / "hook.log").read_text()
     assert re.search(r"claude-code .*(UsageError|PathError|ScanError)", log), log
@@ -272,24 +399,33 @@ def test_broken_payloads_exit_0_and_are_logged(tb: CLI, ws_dir: Path, store_dir:
 
 
 @pytest.mark.parametrize("raw", [r for _n, r in IGNORED], ids=[n for n, _r in IGNORED])
-def test_events_takeback_does_not_use_are_ignored(tb: CLI, ws_dir: Path, store_dir: Path,
-                                                  tmp_path: Path, raw: bytes) -> None:
+def test_events_takeback_does_not_use_are_ignored(
+    tb: CLI, ws_dir: Path, store_dir: Path, tmp_path: Path, raw: bytes
+) -> None:
     _run_broken(tb, ws_dir, tmp_path, raw)
     assert not (store_dir / "hook.log").exists()
 
 
-@pytest.mark.parametrize("args", [
-    ["hook", "claude-code", "--bogus"],
-    ["hook"],
-    ["hook", "codex"],
-    ["hook", "claude-code", "extra"],
-    ["--max-file-bytes", "lots", "hook", "claude-code"],
-    ["--root", str(Path("/nonexistent/root")), "hook", "claude-code"],
-])
-def test_bad_arguments_exit_0_silently(tb: CLI, ws_dir: Path, store_dir: Path,
-                                       args: list[str]) -> None:
-    payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(ws_dir),
-               "prompt": "x"}
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["hook", "claude-code", "--bogus"],
+        ["hook"],
+        ["hook", "codex"],
+        ["hook", "claude-code", "extra"],
+        ["--max-file-bytes", "lots", "hook", "claude-code"],
+        ["--root", str(Path("/nonexistent/root")), "hook", "claude-code"],
+    ],
+)
+def test_bad_arguments_exit_0_silently(
+    tb: CLI, ws_dir: Path, store_dir: Path, args: list[str]
+) -> None:
+    payload = {
+        "hook_event_name": "UserPromptSubmit",
+        "session_id": "s",
+        "cwd": str(ws_dir),
+        "prompt": "x",
+    }
     proc = tb(*args, input=json.dumps(payload).encode())
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     assert (store_dir / "hook.log").exists()
@@ -299,24 +435,42 @@ def test_bad_arguments_exit_0_silently(tb: CLI, ws_dir: Path, store_dir: Path,
 def test_an_unusable_store_still_exits_0(tb: CLI, ws_dir: Path, tmp_path: Path) -> None:
     not_a_folder = tmp_path / "store-is-a-file"
     not_a_folder.write_text("x")
-    payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(ws_dir),
-               "prompt": "x"}
-    proc = tb("hook", "claude-code", input=json.dumps(payload).encode(),
-              env={"TAKEBACK_STORE": str(not_a_folder)})
+    payload = {
+        "hook_event_name": "UserPromptSubmit",
+        "session_id": "s",
+        "cwd": str(ws_dir),
+        "prompt": "x",
+    }
+    proc = tb(
+        "hook",
+        "claude-code",
+        input=json.dumps(payload).encode(),
+        env={"TAKEBACK_STORE": str(not_a_folder)},
+    )
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     assert not_a_folder.read_text() == "x"
 
 
-def test_global_options_before_the_command_and_project_dir(tb: CLI, ws_dir: Path,
-                                                           tmp_path: Path) -> None:
+def test_global_options_before_the_command_and_project_dir(
+    tb: CLI, ws_dir: Path, tmp_path: Path
+) -> None:
     sub = ws_dir / "sub"
     sub.mkdir()
     other_store = tmp_path / "other-store"
-    payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(sub),
-               "prompt": "x"}
-    proc = tb("--store", str(other_store), "hook", "claude-code",
-              input=json.dumps(payload).encode(),
-              env={"CLAUDE_PROJECT_DIR": str(ws_dir), "TAKEBACK_HOOK_DEBUG": "1"})
+    payload = {
+        "hook_event_name": "UserPromptSubmit",
+        "session_id": "s",
+        "cwd": str(sub),
+        "prompt": "x",
+    }
+    proc = tb(
+        "--store",
+        str(other_store),
+        "hook",
+        "claude-code",
+        input=json.dumps(payload).encode(),
+        env={"CLAUDE_PROJECT_DIR": str(ws_dir), "TAKEBACK_HOOK_DEBUG": "1"},
+    )
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     assert "UserPromptSubmit session=s: ok in" in (other_store / "hook.log").read_text()
     log = json.loads(tb("log", "--all", "--json", "--store", str(other_store)).stdout)
@@ -332,10 +486,8 @@ def test_help_goes_through_the_parser(tb: CLI) -> None:
 USER_SETTINGS = {
     "permissions": {"allow": ["Bash(npm test)"]},
     "hooks": {
-        "PreToolUse": [{"matcher": "Bash",
-                        "hooks": [{"type": "command", "command": "echo mine"}]}],
-        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done",
-                             "timeout": 5}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo mine"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done", "timeout": 5}]}],
         "Notification": [{"hooks": [{"type": "command", "command": "say hi"}]}],
     },
     "model": "opus",
@@ -343,9 +495,13 @@ USER_SETTINGS = {
 
 
 def _ours(settings: dict[str, Any]) -> list[tuple[str, str | None, str]]:
-    return [(event, group.get("matcher"), h["command"])
-            for event, groups in settings.get("hooks", {}).items() for group in groups
-            for h in group["hooks"] if "hook claude-code" in h["command"]]
+    return [
+        (event, group.get("matcher"), h["command"])
+        for event, groups in settings.get("hooks", {}).items()
+        for group in groups
+        for h in group["hooks"]
+        if "hook claude-code" in h["command"]
+    ]
 
 
 def test_install_merges_and_uninstall_removes_exactly_its_own(tb: CLI, ws_dir: Path) -> None:
@@ -360,12 +516,14 @@ def test_install_merges_and_uninstall_removes_exactly_its_own(tb: CLI, ws_dir: P
     assert f"  + UserPromptSubmit: {cmd}" in out and f"  + Stop: {cmd}" in out
     merged = json.loads(path.read_text())
     assert merged["permissions"] == USER_SETTINGS["permissions"] and merged["model"] == "opus"
-    assert sorted(_ours(merged)) == sorted([
-        ("PostToolUse", "Bash", cmd),
-        ("PreToolUse", "Write|Edit|MultiEdit|NotebookEdit|Bash", cmd),
-        ("Stop", None, cmd),
-        ("UserPromptSubmit", None, cmd),
-    ])
+    assert sorted(_ours(merged)) == sorted(
+        [
+            ("PostToolUse", "Bash", cmd),
+            ("PreToolUse", "Write|Edit|MultiEdit|NotebookEdit|Bash", cmd),
+            ("Stop", None, cmd),
+            ("UserPromptSubmit", None, cmd),
+        ]
+    )
     before: dict[str, Any] = USER_SETTINGS
     assert merged["hooks"]["PreToolUse"][0] == before["hooks"]["PreToolUse"][0]
     assert merged["hooks"]["Stop"][0] == before["hooks"]["Stop"][0]
@@ -384,11 +542,23 @@ def test_install_replaces_a_stale_command_and_duplicates(tb: CLI, ws_dir: Path) 
     path = ws_dir / ".claude" / "settings.json"
     path.parent.mkdir()
     old = "/old/venv/bin/takeback hook claude-code"
-    path.write_text(json.dumps({"hooks": {
-        "Stop": [{"hooks": [{"type": "command", "command": old},
-                            {"type": "command", "command": "echo keep"}]},
-                 {"hooks": [{"type": "command", "command": old}]}],
-    }}))
+    path.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "Stop": [
+                        {
+                            "hooks": [
+                                {"type": "command", "command": old},
+                                {"type": "command", "command": "echo keep"},
+                            ]
+                        },
+                        {"hooks": [{"type": "command", "command": old}]},
+                    ],
+                }
+            }
+        )
+    )
     cmd = f"{sys.executable} -m takeback hook claude-code"
     doc = json.loads(tb("hooks", "install", "claude-code", "--json", "--command", cmd).stdout)
     assert doc["changed"] and doc["removed"] == [f"Stop: {old}", f"Stop: {old}"]
@@ -430,11 +600,13 @@ def test_default_command_without_takeback_on_path(tb: CLI, ws_dir: Path) -> None
     assert "takeback is not on PATH" in out
     settings = json.loads((ws_dir / ".claude" / "settings.local.json").read_text())
     assert {c for _e, _m, c in _ours(settings)} == {
-        f"{sys.executable} -m takeback hook claude-code"}
+        f"{sys.executable} -m takeback hook claude-code"
+    }
 
 
 def test_a_symlinked_settings_file_is_written_through_and_stays_a_link(
-        tb: CLI, ws_dir: Path, tmp_path: Path) -> None:
+    tb: CLI, ws_dir: Path, tmp_path: Path
+) -> None:
     # The user's settings kept in a dotfiles repository, linked into ~/.claude.
     home = Path(os.environ["HOME"])
     target = tmp_path / "dotfiles" / "claude" / "settings.json"

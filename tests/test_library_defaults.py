@@ -38,8 +38,7 @@ def test_paths_are_taken_the_same_way_everywhere(tmp_path: Path) -> None:
         write(root, "src/a.txt", "a1\n")
         write(root, "b.txt", "b1\n")
         assert ws.show(first, root / "src" / "a.txt") == b"a0\n"
-        assert [f.path for f in ws.diff(first, paths=[str(root / "src")]).files] == [
-            "src/a.txt"]
+        assert [f.path for f in ws.diff(first, paths=[str(root / "src")]).files] == ["src/a.txt"]
         plan = ws.rewind(first, paths=[root / "src" / "a.txt"], dry_run=True).plan
         assert [(i.action, i.path) for i in plan.items] == [("M", "src/a.txt")]
         ws.rewind(first, paths=[str(root / "src")])
@@ -76,17 +75,19 @@ def test_listeners_hear_every_snapshot_and_every_take_back(tmp_path: Path) -> No
         result = ws.rewind(first)
     taken = [e["id"] for e in events if e["event"] == "snapshot.taken"]
     assert taken == [result.pre]  # the pre-rewind snapshot
-    assert sorted((e["path"], e["change"], e["op"]) for e in events
-                  if e["event"] == "file.changed") == [
-        ("a.txt", "updated", "rewind"), ("gone.txt", "created", "rewind"),
-        ("new.txt", "deleted", "rewind")]
+    assert sorted(
+        (e["path"], e["change"], e["op"]) for e in events if e["event"] == "file.changed"
+    ) == [
+        ("a.txt", "updated", "rewind"),
+        ("gone.txt", "created", "rewind"),
+        ("new.txt", "deleted", "rewind"),
+    ]
     done = [e for e in events if e["event"] == "restore.done"]
     assert len(done) == 1 and done[0]["op"] == "rewind" and done[0]["restored"] == 3
     assert done[0]["pre"] == result.pre
 
 
-def test_a_step_that_changed_many_files_sends_the_first_and_counts_the_rest(
-        tmp_path: Path) -> None:
+def test_a_step_that_changed_many_files_sends_the_first_and_counts_the_rest(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     with takeback.Workspace(root, store=tmp_path / "s") as ws:
@@ -106,6 +107,14 @@ def test_exported_types_say_what_and_where_they_are(tmp_path: Path) -> None:
         s = ws.session("x")
         assert repr(ws) == f"<Workspace {str(tmp_path.resolve())!r}>"
         assert repr(s) == f"<Session 'x' of {str(tmp_path.resolve())!r}>"
-    for name in ("Workspace", "Session", "Turn", "Step", "ConflictError", "RewindResult",
-                 "TurnOpResult", "Change"):
+    for name in (
+        "Workspace",
+        "Session",
+        "Turn",
+        "Step",
+        "ConflictError",
+        "RewindResult",
+        "TurnOpResult",
+        "Change",
+    ):
         assert getattr(takeback, name).__module__ == "takeback", name

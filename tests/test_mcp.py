@@ -22,25 +22,30 @@ from mcp.types import CallToolResult, TextContent
 
 from .conftest import CLI, SRC, files_state
 
-TOOLS = {"checkpoint", "history", "changes", "diff", "undo_file", "undo_turn", "redo",
-         "rewind"}
+TOOLS = {"checkpoint", "history", "changes", "diff", "undo_file", "undo_turn", "redo", "rewind"}
 
 Call = Callable[..., Awaitable[CallToolResult]]
-
-
 
 
 def text(result: CallToolResult) -> str:
     return "".join(c.text for c in result.content if isinstance(c, TextContent))
 
 
-def serve(root: Path, store: Path, body: Callable[[ClientSession, Call], Awaitable[None]],
-          *args: str) -> None:
+def serve(
+    root: Path, store: Path, body: Callable[[ClientSession, Call], Awaitable[None]], *args: str
+) -> None:
     """Start ``takeback mcp`` in ``root`` and run ``body`` against it."""
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "takeback", "mcp", *args], cwd=str(root),
-        env={"PYTHONPATH": SRC, "TAKEBACK_STORE": str(store), "HOME": os.environ["HOME"],
-             "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"], "PYTHONWARNINGS": "error"},
+        command=sys.executable,
+        args=["-m", "takeback", "mcp", *args],
+        cwd=str(root),
+        env={
+            "PYTHONPATH": SRC,
+            "TAKEBACK_STORE": str(store),
+            "HOME": os.environ["HOME"],
+            "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"],
+            "PYTHONWARNINGS": "error",
+        },
     )
 
     async def go() -> None:
@@ -73,6 +78,7 @@ def ok(result: CallToolResult) -> dict[str, Any]:
 def test_tools_checkpoint_diff_rewind(tb: CLI, ws_dir: Path, store_dir: Path) -> None:
     (ws_dir / "a.txt").write_text("one\n")
     (ws_dir / "b.txt").write_text("bee\n")
+
     async def body(session: ClientSession, call: Call) -> None:
         tools = (await session.list_tools()).tools
         assert {t.name for t in tools} == TOOLS
@@ -92,7 +98,10 @@ def test_tools_checkpoint_diff_rewind(tb: CLI, ws_dir: Path, store_dir: Path) ->
 
         d = ok(await call("diff", from_ref=cp["id"][:10]))
         assert {(f["path"], f["status"]) for f in d["files"]} == {
-            ("a.txt", "M"), ("b.txt", "D"), ("c/new.txt", "A")}
+            ("a.txt", "M"),
+            ("b.txt", "D"),
+            ("c/new.txt", "A"),
+        }
         assert "+two" in d["patch"] and not d["truncated"]
         d = ok(await call("diff", from_ref="1", paths=["a.txt"], stat_only=True))
         assert [(f["path"], f["added"], f["removed"]) for f in d["files"]] == [("a.txt", 1, 0)]
@@ -100,7 +109,10 @@ def test_tools_checkpoint_diff_rewind(tb: CLI, ws_dir: Path, store_dir: Path) ->
         plan = ok(await call("rewind", ref="1"))  # dry_run defaults to true
         assert plan["dry_run"] is True and plan["pre_rewind"] is None
         assert {(i["action"], i["path"]) for i in plan["plan"]} >= {
-            ("M", "a.txt"), ("D", "b.txt"), ("A", "c/new.txt")}
+            ("M", "a.txt"),
+            ("D", "b.txt"),
+            ("A", "c/new.txt"),
+        }
         assert files_state(ws_dir) == s1
 
         cli = tb("rewind", "--to", "deadbeef", check=2).stderr.strip()
@@ -151,7 +163,9 @@ def test_undo_file_undo_turn_redo(tb: CLI, ws_dir: Path, store_dir: Path) -> Non
     async def body(session: ClientSession, call: Call) -> None:
         ch = ok(await call("changes", session="agent"))
         assert ch["turn"] == 1 and {c["path"] for c in ch["changes"]} == {
-            "app.py", "new/deep/made.txt"}
+            "app.py",
+            "new/deep/made.txt",
+        }
 
         r = ok(await call("undo_file", path="new/deep/made.txt"))  # newest session: agent
         assert r["session"] == "agent" and r["action"] == "A" and r["ref"] == "turn:1"
@@ -197,9 +211,9 @@ def test_undo_file_undo_turn_redo(tb: CLI, ws_dir: Path, store_dir: Path) -> Non
     serve(ws_dir, store_dir, body2, "--session", "agent")
 
 
-def test_no_store_is_a_tool_error_and_a_bad_root_is_an_exit(tb: CLI, ws_dir: Path,
-                                                           store_dir: Path,
-                                                           tmp_path: Path) -> None:
+def test_no_store_is_a_tool_error_and_a_bad_root_is_an_exit(
+    tb: CLI, ws_dir: Path, store_dir: Path, tmp_path: Path
+) -> None:
     async def body(session: ClientSession, call: Call) -> None:
         bad = await call("history")
         assert bad.is_error and "no takeback store" in text(bad)
@@ -215,7 +229,13 @@ def test_garbage_on_stdin_does_not_print_junk(tb: CLI, ws_dir: Path, bad: bytes)
     import subprocess
 
     env = dict(os.environ, PYTHONPATH=SRC, TAKEBACK_STORE=str(tb.store))
-    proc = subprocess.run([sys.executable, "-m", "takeback", "mcp"], input=bad, cwd=ws_dir,
-                          env=env, capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "takeback", "mcp"],
+        input=bad,
+        cwd=ws_dir,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
     for line in proc.stdout.splitlines():
         assert json.loads(line)["jsonrpc"] == "2.0"

@@ -9,9 +9,11 @@ from hypothesis import strategies as st
 
 from takeback.model import DIR, FILE, LARGE, LINK, Entry, decode_tree, encode_tree
 
-names = st.binary(min_size=1, max_size=12).filter(
-    lambda b: b"\0" not in b and b"/" not in b and b not in (b".", b"..")
-).map(os.fsdecode)
+names = (
+    st.binary(min_size=1, max_size=12)
+    .filter(lambda b: b"\0" not in b and b"/" not in b and b not in (b".", b".."))
+    .map(os.fsdecode)
+)
 entries = st.builds(
     Entry,
     st.sampled_from([FILE, LINK, DIR, LARGE]),

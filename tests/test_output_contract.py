@@ -22,7 +22,7 @@ def cli_json(tb: CLI, *args: str) -> dict[str, Any]:
 
 
 def same_keys(cli: dict[str, Any], mcp: dict[str, Any], extra: set[str]) -> None:
-    assert set(mcp) == set(cli) | extra, (sorted(set(cli) ^ set(mcp)))
+    assert set(mcp) == set(cli) | extra, sorted(set(cli) ^ set(mcp))
 
 
 def test_each_tool_has_the_keys_of_the_command(tb: CLI, ws_dir: Path, store_dir: Path) -> None:
@@ -38,10 +38,16 @@ def test_each_tool_has_the_keys_of_the_command(tb: CLI, ws_dir: Path, store_dir:
     changes = cli_json(tb, "changes", "--session", "s")
     assert changes["state"] == "done"
     same_keys(changes, tools.changes(None, None), set())
-    same_keys(cli_json(tb, "diff", "start", "--session", "s"),
-              tools.diff("start", None, None, False, None), {"session", "from", "to"})
-    same_keys(cli_json(tb, "rewind", "--to", "start", "--dry-run", "--session", "s"),
-              tools.rewind("start", None, True, None), {"session"})
+    same_keys(
+        cli_json(tb, "diff", "start", "--session", "s"),
+        tools.diff("start", None, None, False, None),
+        {"session", "from", "to"},
+    )
+    same_keys(
+        cli_json(tb, "rewind", "--to", "start", "--dry-run", "--session", "s"),
+        tools.rewind("start", None, True, None),
+        {"session"},
+    )
 
     undo = cli_json(tb, "undo", "--session", "s")
     assert undo["restored"] == ["a.txt"] and "left" in undo and "conflicts" in undo
@@ -49,8 +55,9 @@ def test_each_tool_has_the_keys_of_the_command(tb: CLI, ws_dir: Path, store_dir:
     mcp_undo = tools.turn_op("undo", None, False, None)
     same_keys(undo, mcp_undo, {"session", "message"})
     same_keys(redo, tools.turn_op("redo", None, False, None), {"session", "message"})
-    same_keys(undo, tools.undo_file("a.txt", None), {"session", "message", "path", "action",
-                                                    "pre_rewind"})
+    same_keys(
+        undo, tools.undo_file("a.txt", None), {"session", "message", "path", "action", "pre_rewind"}
+    )
     assert (ws_dir / "a.txt").read_text() == "a0\n"
 
 
@@ -65,8 +72,14 @@ def test_words_are_one_vocabulary(tb: CLI, ws_dir: Path) -> None:
     tb("turn", "end")
     changes = cli_json(tb, "changes")
     assert {c["path"]: c["status"] for c in changes["changes"]} == {
-        "gone.txt": "deleted", "kept.txt": "modified", "new.txt": "created"}
+        "gone.txt": "deleted",
+        "kept.txt": "modified",
+        "new.txt": "created",
+    }
     assert {c["kind"] for c in changes["changes"]} == {"file"}
     plan = cli_json(tb, "rewind", "--to", "turn:1", "--dry-run")["plan"]
     assert {p["path"]: p["action"] for p in plan} == {
-        "gone.txt": "D", "kept.txt": "M", "new.txt": "A"}
+        "gone.txt": "D",
+        "kept.txt": "M",
+        "new.txt": "A",
+    }

@@ -24,8 +24,7 @@ def _pyproject() -> dict[str, Any]:
 def test_the_version_is_written_once_and_read_by_pyproject() -> None:
     pyproject = _pyproject()
     assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
-    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {
-        "attr": "takeback.__version__"}
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "takeback.__version__"}
     assert importlib.metadata.version("takeback") == takeback.__version__
 
 
@@ -34,10 +33,12 @@ def test_takeback_version_prints_it() -> None:
     command = [str(script)] if script.exists() else [sys.executable, "-m", "takeback"]
     env = {**os.environ, "PYTHONPATH": SRC}
     for flag in ("--version", "-V"):
-        proc = subprocess.run([*command, flag], capture_output=True, text=True, env=env,
-                              timeout=60)
+        proc = subprocess.run([*command, flag], capture_output=True, text=True, env=env, timeout=60)
         assert (proc.returncode, proc.stdout, proc.stderr) == (
-            0, f"takeback {takeback.__version__}\n", "")
+            0,
+            f"takeback {takeback.__version__}\n",
+            "",
+        )
 
 
 def test_the_license_is_the_one_pyproject_names() -> None:

@@ -46,14 +46,14 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-
-
-
-
 def temps(root: Path) -> list[str]:
     """The restore's temporary files anywhere under ``root``."""
-    return [os.path.relpath(os.path.join(d, n), root) for d, _dirs, files in os.walk(root)
-            for n in files if n.startswith(".takeback-tmp-")]
+    return [
+        os.path.relpath(os.path.join(d, n), root)
+        for d, _dirs, files in os.walk(root)
+        for n in files
+        if n.startswith(".takeback-tmp-")
+    ]
 
 
 def stored(store: Path, data: bytes) -> bool:
@@ -65,8 +65,9 @@ def stored(store: Path, data: bytes) -> bool:
 def damage(store: Path, data: bytes) -> None:
     """Rot the stored object holding ``data``: its row keeps its id, its bytes are garbage."""
     with closing(sqlite3.connect(store / "objects.db")) as db:
-        n = db.execute("UPDATE objects SET data=?, base=NULL WHERE oid=?",
-                       (b"\x00bit rot\xff" * 3, sha(data))).rowcount
+        n = db.execute(
+            "UPDATE objects SET data=?, base=NULL WHERE oid=?", (b"\x00bit rot\xff" * 3, sha(data))
+        ).rowcount
         db.commit()
     assert n == 1, "the object to damage is not in the store"
 
@@ -74,8 +75,9 @@ def damage(store: Path, data: bytes) -> None:
 def killed_child(script: str, *args: str) -> None:
     """Run ``script`` in a child Python that kills itself (SIGKILL) at the point it picks."""
     env = dict(os.environ, PYTHONPATH=SRC)
-    proc = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -88,8 +90,9 @@ def recovery(tb: CLI) -> tuple[list[str], list[str] | None]:
     return shlex.split(got.group(1)), shlex.split(back.group(1)) if back else None
 
 
-def run_printed(tb: CLI, argv: list[str], check: int | None = 0
-                ) -> subprocess.CompletedProcess[str]:
+def run_printed(
+    tb: CLI, argv: list[str], check: int | None = 0
+) -> subprocess.CompletedProcess[str]:
     assert argv[0] == "takeback"
     return tb(*argv[1:], check=check)
 
@@ -103,8 +106,9 @@ def turn_json(tb: CLI, *args: str) -> dict[str, Any]:
 SECRET = b"a person's ignored notes, kept nowhere else\n"
 
 
-def test_a_command_that_unignores_a_persons_file_does_not_record_it(ws_dir: Path,
-                                                                   store_dir: Path) -> None:
+def test_a_command_that_unignores_a_persons_file_does_not_record_it(
+    ws_dir: Path, store_dir: Path
+) -> None:
     root = ws_dir
     write(root, ".gitignore", "*.log\n")
     write(root, "secret.log", SECRET)
@@ -123,8 +127,7 @@ def test_a_command_that_unignores_a_persons_file_does_not_record_it(ws_dir: Path
     assert (root / ".gitignore").read_text() == "*.log\n"
 
 
-def test_git_add_force_of_a_persons_ignored_file_does_not_record_it(tb: CLI, ws_dir: Path
-                                                                    ) -> None:
+def test_git_add_force_of_a_persons_ignored_file_does_not_record_it(tb: CLI, ws_dir: Path) -> None:
     root = ws_dir
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     write(root, ".gitignore", "*.log\n")
@@ -157,8 +160,7 @@ def _big_file_turn(root: Path, store: Path) -> None:
         f.write(BIG_PERSON)
 
 
-def test_undo_of_a_large_file_a_person_edited_is_a_conflict(ws_dir: Path,
-                                                            store_dir: Path) -> None:
+def test_undo_of_a_large_file_a_person_edited_is_a_conflict(ws_dir: Path, store_dir: Path) -> None:
     _big_file_turn(ws_dir, store_dir)
     with takeback.Workspace(ws_dir, store=store_dir, max_file_bytes=1000) as ws:
         with pytest.raises(ConflictError) as err:
@@ -167,8 +169,9 @@ def test_undo_of_a_large_file_a_person_edited_is_a_conflict(ws_dir: Path,
     assert (ws_dir / "big.bin").read_bytes() == BIG_PERSON
 
 
-def test_forced_undo_leaves_a_large_file_a_person_edited(tb: CLI, ws_dir: Path,
-                                                         store_dir: Path) -> None:
+def test_forced_undo_leaves_a_large_file_a_person_edited(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
     _big_file_turn(ws_dir, store_dir)
     out = tb("--session", "s", "undo", "--force", "--max-file-bytes", "1000").stdout
     assert "left as is: big.bin (over the size limit, never kept)" in out
@@ -180,7 +183,8 @@ def test_forced_undo_leaves_a_large_file_a_person_edited(tb: CLI, ws_dir: Path,
 
 @pytest.mark.parametrize("via", ["undo", "rewind"])
 def test_a_damaged_object_is_repaired_from_the_disk_and_the_way_back_works(
-        tb: CLI, ws_dir: Path, store_dir: Path, via: str) -> None:
+    tb: CLI, ws_dir: Path, store_dir: Path, via: str
+) -> None:
     root = ws_dir
     write(root, "a.txt", "a0\n")
     a1 = b"a1: the agent's version, whose stored copy rots\n"
@@ -200,7 +204,8 @@ def test_a_damaged_object_is_repaired_from_the_disk_and_the_way_back_works(
 
 
 def test_a_rewind_that_cannot_get_what_it_must_write_refuses_before_writing(
-        tb: CLI, ws_dir: Path, store_dir: Path) -> None:
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
     root = ws_dir
     write(root, "a.txt", "a0\n")
     b0 = b"b0: the only copy of this is in the store, and it rots\n"
@@ -222,7 +227,8 @@ OUTSIDE = b"bytes outside the workspace, never to be read or written\n"
 
 
 def test_a_folder_swapped_for_a_link_outside_is_never_read_or_written_through(
-        tb: CLI, ws_dir: Path, store_dir: Path, tmp_path: Path) -> None:
+    tb: CLI, ws_dir: Path, store_dir: Path, tmp_path: Path
+) -> None:
     root = ws_dir
     outside = tmp_path / "outside"
     write(outside, "f", OUTSIDE)
@@ -257,7 +263,8 @@ with takeback.Workspace(root, store=store) as ws:
 
 
 def test_an_interrupted_rewind_of_paths_is_finished_for_those_paths_only(
-        tb: CLI, ws_dir: Path, store_dir: Path) -> None:
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
     root = ws_dir
     for name in ("d/a", "d/b", "other"):
         write(root, name, f"{name} v1\n")
@@ -291,8 +298,9 @@ with takeback.Workspace(root, store=store) as ws:
 """
 
 
-def test_an_undo_killed_half_way_and_run_again_is_redone_whole(tb: CLI, ws_dir: Path,
-                                                               store_dir: Path) -> None:
+def test_an_undo_killed_half_way_and_run_again_is_redone_whole(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
     root = ws_dir
     names = ("a", "b", "c")
     for n in names:
@@ -327,7 +335,8 @@ with takeback.Workspace(root, store=store) as ws:
 
 @pytest.mark.parametrize("which", ["finish", "take back"])
 def test_the_recovery_command_removes_the_temporary_files_a_kill_left(
-        tb: CLI, ws_dir: Path, store_dir: Path, which: str) -> None:
+    tb: CLI, ws_dir: Path, store_dir: Path, which: str
+) -> None:
     root = ws_dir
     write(root, "sub/a", "a1\n")
     write(root, "sub/b", "b1\n")
@@ -349,8 +358,9 @@ def test_the_recovery_command_removes_the_temporary_files_a_kill_left(
 
 
 @pytest.mark.parametrize("via", ["mcp", "library"])
-def test_undo_file_after_an_undo_refuses_a_persons_edit(tb: CLI, ws_dir: Path,
-                                                        store_dir: Path, via: str) -> None:
+def test_undo_file_after_an_undo_refuses_a_persons_edit(
+    tb: CLI, ws_dir: Path, store_dir: Path, via: str
+) -> None:
     root = ws_dir
     write(root, "a", "a0\n")
     with takeback.Workspace(root, store=store_dir) as ws:
@@ -376,7 +386,8 @@ def test_undo_file_after_an_undo_refuses_a_persons_edit(tb: CLI, ws_dir: Path,
 
 
 def test_undo_with_an_empty_open_turn_takes_back_the_last_turn_with_changes(
-        tb: CLI, ws_dir: Path) -> None:
+    tb: CLI, ws_dir: Path
+) -> None:
     write(ws_dir, "a", "a0\n")
     tb("turn", "begin", "-m", "edit a")
     tb("touch", "a")
@@ -390,6 +401,7 @@ def test_undo_with_an_empty_open_turn_takes_back_the_last_turn_with_changes(
 
 # -- 13: a read-only folder --------------------------------------------------------------
 
+
 def test_a_read_only_folder_gets_its_file_back_and_stays_read_only(tmp_path: Path) -> None:
     prefix = without_file_powers()  # as root, a read-only folder shuts nobody out
     ws, store = tmp_path / "ws", tmp_path / "store"
@@ -399,8 +411,14 @@ def test_a_read_only_folder_gets_its_file_back_and_stays_read_only(tmp_path: Pat
     env = dict(os.environ, TAKEBACK_STORE=str(store), PYTHONPATH=SRC)
 
     def run(*args: str, check: int = 0) -> str:
-        proc = subprocess.run([*prefix, sys.executable, "-m", "takeback", *args], cwd=ws,
-                              env=env, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [*prefix, sys.executable, "-m", "takeback", *args],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == check, proc.stdout + proc.stderr
         return proc.stdout
 
@@ -446,8 +464,9 @@ def _files(root: Path) -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(root.iterdir())}
 
 
-def test_a_standing_revert_moves_between_turns_and_unrevert_returns(ws_dir: Path,
-                                                                    store_dir: Path) -> None:
+def test_a_standing_revert_moves_between_turns_and_unrevert_returns(
+    ws_dir: Path, store_dir: Path
+) -> None:
     root = ws_dir
     with takeback.Workspace(root, store=store_dir) as ws:
         session = _two_turns(root, ws)
@@ -472,8 +491,9 @@ def test_a_standing_revert_moves_between_turns_and_unrevert_returns(ws_dir: Path
 # -- 16: empty folders a command made and removed ---------------------------------------
 
 
-def test_folders_a_command_made_and_removed_are_undone_and_redone(ws_dir: Path,
-                                                                  store_dir: Path) -> None:
+def test_folders_a_command_made_and_removed_are_undone_and_redone(
+    ws_dir: Path, store_dir: Path
+) -> None:
     root = ws_dir
     (root / "gone").mkdir()
     write(root, "a", "a\n")
@@ -494,8 +514,9 @@ def test_folders_a_command_made_and_removed_are_undone_and_redone(ws_dir: Path,
 # -- 20: a folder kept because it holds an ignored file ---------------------------------
 
 
-def test_a_rewind_blocked_by_a_kept_folder_fails_and_says_what_was_left(tb: CLI,
-                                                                        ws_dir: Path) -> None:
+def test_a_rewind_blocked_by_a_kept_folder_fails_and_says_what_was_left(
+    tb: CLI, ws_dir: Path
+) -> None:
     root = ws_dir
     write(root, ".gitignore", "*.log\n")
     write(root, "x", "x was a file\n")
@@ -512,7 +533,8 @@ def test_a_rewind_blocked_by_a_kept_folder_fails_and_says_what_was_left(tb: CLI,
 
 
 def test_a_rewind_gives_each_hard_linked_name_its_own_recorded_bytes(
-        ws_dir: Path, store_dir: Path) -> None:
+    ws_dir: Path, store_dir: Path
+) -> None:
     """A rewind replaces each path's entry (a temporary file renamed over it), so a
     hard-linked pair is split, as ``git checkout`` splits one: the link is not kept, and
     a write to one name never lands in the other."""
@@ -535,7 +557,8 @@ def test_a_rewind_gives_each_hard_linked_name_its_own_recorded_bytes(
 
 
 def test_undo_of_a_write_through_one_hard_linked_name_loses_nothing(
-        ws_dir: Path, store_dir: Path) -> None:
+    ws_dir: Path, store_dir: Path
+) -> None:
     """The turn changed one name; undo puts that name back and leaves the other as it is
     on disk (it was never part of the turn). Its content is in the snapshot taken before
     the undo, so nothing is lost."""
@@ -575,8 +598,7 @@ def _base(root: Path) -> None:
     (root / "d").chmod(0o750)
 
 
-def _agent_turn(root: Path, ws: takeback.Workspace, *, also_q: bool = False
-                ) -> takeback.Session:
+def _agent_turn(root: Path, ws: takeback.Workspace, *, also_q: bool = False) -> takeback.Session:
     session = ws.session("s")
     with session.turn("agent") as turn:
         turn.touch(P)
@@ -647,8 +669,9 @@ OPERATIONS = {
 
 
 @pytest.fixture(params=list(OPERATIONS))
-def operation(request: pytest.FixtureRequest, ws_dir: Path, store_dir: Path
-              ) -> Iterator[tuple[str, takeback.Workspace, Op]]:
+def operation(
+    request: pytest.FixtureRequest, ws_dir: Path, store_dir: Path
+) -> Iterator[tuple[str, takeback.Workspace, Op]]:
     """A workspace where the operation will write ``P``, and the operation (not yet run)."""
     _base(ws_dir)
     with takeback.Workspace(ws_dir, store=store_dir, max_file_bytes=LIMIT) as ws:
@@ -656,8 +679,9 @@ def operation(request: pytest.FixtureRequest, ws_dir: Path, store_dir: Path
         yield request.param, ws, OPERATIONS[request.param](ws_dir, ws)
 
 
-def test_contract_never_writes_through_a_symlink(operation: tuple[str, takeback.Workspace, Op],
-                                                 ws_dir: Path, tmp_path: Path) -> None:
+def test_contract_never_writes_through_a_symlink(
+    operation: tuple[str, takeback.Workspace, Op], ws_dir: Path, tmp_path: Path
+) -> None:
     name, _ws, op = operation
     outside = tmp_path / "outside"
     write(outside, "p", OUTSIDE)
@@ -677,7 +701,8 @@ def test_contract_never_writes_through_a_symlink(operation: tuple[str, takeback.
 
 
 def test_contract_never_destroys_an_ignored_file_in_the_way(
-        operation: tuple[str, takeback.Workspace, Op], ws_dir: Path) -> None:
+    operation: tuple[str, takeback.Workspace, Op], ws_dir: Path
+) -> None:
     _name, _ws, op = operation
     write(ws_dir, ".gitignore", f"/{P}\n")
     write(ws_dir, P, PERSON)
@@ -687,7 +712,8 @@ def test_contract_never_destroys_an_ignored_file_in_the_way(
 
 
 def test_contract_never_overwrites_a_large_file_not_as_recorded(
-        operation: tuple[str, takeback.Workspace, Op], ws_dir: Path) -> None:
+    operation: tuple[str, takeback.Workspace, Op], ws_dir: Path
+) -> None:
     _name, _ws, op = operation
     big = PERSON * (LIMIT // len(PERSON) + 2)
     write(ws_dir, P, big)
@@ -697,7 +723,8 @@ def test_contract_never_overwrites_a_large_file_not_as_recorded(
 
 
 def test_contract_a_snapshot_first_gives_back_exactly_the_state_before(
-        operation: tuple[str, takeback.Workspace, Op], ws_dir: Path) -> None:
+    operation: tuple[str, takeback.Workspace, Op], ws_dir: Path
+) -> None:
     _name, ws, op = operation
     before = state(ws_dir)
     result = op(False)

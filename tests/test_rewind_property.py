@@ -28,10 +28,16 @@ op = st.one_of(
     st.tuples(st.just("append"), st.sampled_from(NAMES), CONTENT),
     st.tuples(st.just("delete"), st.sampled_from(NAMES + DIRS), st.just(b"")),
     st.tuples(st.just("rename"), st.sampled_from(NAMES), st.sampled_from(NAMES).map(str.encode)),
-    st.tuples(st.just("chmod"), st.sampled_from(NAMES + DIRS),
-              st.sampled_from([b"600", b"644", b"755", b"700"])),
-    st.tuples(st.just("symlink"), st.sampled_from(NAMES),
-              st.sampled_from([b"a", b"d", b"missing", b"../outside", b"/etc"])),
+    st.tuples(
+        st.just("chmod"),
+        st.sampled_from(NAMES + DIRS),
+        st.sampled_from([b"600", b"644", b"755", b"700"]),
+    ),
+    st.tuples(
+        st.just("symlink"),
+        st.sampled_from(NAMES),
+        st.sampled_from([b"a", b"d", b"missing", b"../outside", b"/etc"]),
+    ),
     st.tuples(st.just("mkdir"), st.sampled_from(DIRS), st.just(b"")),
     st.tuples(st.just("ignored"), st.sampled_from(["x.log", "d/y.log"]), CONTENT),
     st.tuples(st.just("snapshot"), st.just(""), st.just(b"")),
@@ -124,11 +130,15 @@ def state(root: Path, *, ignored: bool) -> dict[str, tuple[str, int, bytes]]:
     return out
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(ops=st.lists(op, min_size=1, max_size=25), order=st.randoms(use_true_random=False))
-def test_rewind_to_every_snapshot_is_exact(tmp_path: Path, ops: list[tuple[str, str, bytes]],
-                                           order: object) -> None:
+def test_rewind_to_every_snapshot_is_exact(
+    tmp_path: Path, ops: list[tuple[str, str, bytes]], order: object
+) -> None:
     import random
 
     assert isinstance(order, random.Random)
@@ -157,8 +167,11 @@ def test_rewind_to_every_snapshot_is_exact(tmp_path: Path, ops: list[tuple[str, 
                 # never deleted), and the rewind names it.
                 for kept in result.kept_dirs:
                     assert any(k.startswith(kept + "/") for k in ignored_before)
-                    got = {k: v for k, v in got.items()
-                           if not (k == kept or k.startswith(kept + "/")) or k in expected}
+                    got = {
+                        k: v
+                        for k, v in got.items()
+                        if not (k == kept or k.startswith(kept + "/")) or k in expected
+                    }
                 assert got == expected
                 assert state(root, ignored=True) == ignored_before
     finally:

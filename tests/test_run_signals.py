@@ -53,8 +53,9 @@ def _env(tb: CLI) -> dict[str, str]:
     return dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC)
 
 
-def test_ctrl_c_on_a_terminal_lets_the_command_clean_up(tb: CLI, ws_dir: Path,
-                                                        tmp_path: Path) -> None:
+def test_ctrl_c_on_a_terminal_lets_the_command_clean_up(
+    tb: CLI, ws_dir: Path, tmp_path: Path
+) -> None:
     script = tmp_path / "job.sh"
     script.write_text(SCRIPT)
     master, slave = os.openpty()
@@ -67,8 +68,14 @@ def test_ctrl_c_on_a_terminal_lets_the_command_clean_up(tb: CLI, ws_dir: Path,
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "takeback", "run", "--", "sh", str(script)],
-            cwd=ws_dir, env=_env(tb), stdin=slave, stdout=slave, stderr=slave,
-            start_new_session=True, preexec_fn=own_the_terminal)
+            cwd=ws_dir,
+            env=_env(tb),
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+            preexec_fn=own_the_terminal,
+        )
         os.close(slave)
         _wait_for(ws_dir / "ready.txt", proc)
         os.write(master, termios.tcgetattr(master)[6][termios.VINTR])  # Ctrl-C
@@ -80,14 +87,19 @@ def test_ctrl_c_on_a_terminal_lets_the_command_clean_up(tb: CLI, ws_dir: Path,
     assert _recorded_exit_code(tb) == 128 + signal.SIGINT
 
 
-def test_sigint_sent_to_takeback_is_forwarded_and_waited_for(tb: CLI, ws_dir: Path,
-                                                             tmp_path: Path) -> None:
+def test_sigint_sent_to_takeback_is_forwarded_and_waited_for(
+    tb: CLI, ws_dir: Path, tmp_path: Path
+) -> None:
     script = tmp_path / "job.sh"
     script.write_text(SCRIPT)
     proc = subprocess.Popen(
         [sys.executable, "-m", "takeback", "run", "--json", "--", "sh", str(script)],
-        cwd=ws_dir, env=_env(tb), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE)
+        cwd=ws_dir,
+        env=_env(tb),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     _wait_for(ws_dir / "ready.txt", proc)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)

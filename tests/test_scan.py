@@ -85,8 +85,13 @@ def test_a_hint_lists_only_the_named_folders(tmp_path: Path) -> None:
     from takeback.scan import Scanner
 
     meta = store.meta
-    scanner = Scanner(str(root), put=store.objects.put, cache_get=meta.get_kv,
-                      dircache_get=meta.get_dircache, max_file_bytes=1 << 20)
+    scanner = Scanner(
+        str(root),
+        put=store.objects.put,
+        cache_get=meta.get_kv,
+        dircache_get=meta.get_dircache,
+        max_file_bytes=1 << 20,
+    )
     result = scanner.scan(hint=["d3/f2.txt"])
     full = scan(store, Options())
     assert result.tree == full.tree

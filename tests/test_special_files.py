@@ -24,18 +24,26 @@ from .conftest import SRC
 LIMIT = 30
 
 
-def run(args: list[str], ws: Path, store: Path, *, stdin: bytes = b"",
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+def run(
+    args: list[str], ws: Path, store: Path, *, stdin: bytes = b"", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     """Run the real command; a hang fails the test (TimeoutExpired) after LIMIT seconds."""
     full = dict(os.environ, TAKEBACK_STORE=str(store), PYTHONPATH=SRC)
     full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "takeback", *args], cwd=ws, env=full,
-                          input=stdin, capture_output=True, timeout=LIMIT)
+    return subprocess.run(
+        [sys.executable, "-m", "takeback", *args],
+        cwd=ws,
+        env=full,
+        input=stdin,
+        capture_output=True,
+        timeout=LIMIT,
+    )
 
 
 def prompt(ws: Path) -> bytes:
-    return json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s1",
-                       "cwd": str(ws), "prompt": "go"}).encode()
+    return json.dumps(
+        {"hook_event_name": "UserPromptSubmit", "session_id": "s1", "cwd": str(ws), "prompt": "go"}
+    ).encode()
 
 
 def snapshots(ws: Path, store: Path) -> list[dict[str, object]]:
@@ -55,8 +63,9 @@ def _tree_with_fifo(ws: Path, where: str) -> None:
 
 
 @pytest.mark.parametrize("where", FIFOS)
-def test_a_fifo_ignore_file_does_not_block_a_snapshot(ws_dir: Path, store_dir: Path,
-                                                      where: str) -> None:
+def test_a_fifo_ignore_file_does_not_block_a_snapshot(
+    ws_dir: Path, store_dir: Path, where: str
+) -> None:
     _tree_with_fifo(ws_dir, where)
     proc = run(["snapshot", "--json"], ws_dir, store_dir)
     assert proc.returncode == 0, proc.stderr
@@ -67,8 +76,9 @@ def test_a_fifo_ignore_file_does_not_block_a_snapshot(ws_dir: Path, store_dir: P
 
 
 @pytest.mark.parametrize("where", FIFOS)
-def test_a_fifo_ignore_file_does_not_block_the_hook(ws_dir: Path, store_dir: Path,
-                                                    where: str) -> None:
+def test_a_fifo_ignore_file_does_not_block_the_hook(
+    ws_dir: Path, store_dir: Path, where: str
+) -> None:
     _tree_with_fifo(ws_dir, where)
     proc = run(["hook", "claude-code"], ws_dir, store_dir, stdin=prompt(ws_dir))
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
@@ -77,8 +87,9 @@ def test_a_fifo_ignore_file_does_not_block_the_hook(ws_dir: Path, store_dir: Pat
 
 
 @pytest.mark.parametrize("where", ["info/exclude", "index"])
-def test_a_fifo_in_the_git_folder_does_not_block_a_snapshot(ws_dir: Path, store_dir: Path,
-                                                            where: str) -> None:
+def test_a_fifo_in_the_git_folder_does_not_block_a_snapshot(
+    ws_dir: Path, store_dir: Path, where: str
+) -> None:
     subprocess.run(["git", "init", "-q", str(ws_dir)], check=True)
     (ws_dir / ".gitignore").write_text("*.log\n")  # an ignored entry makes the scan ask the index
     (ws_dir / "x.log").write_text("log\n")
@@ -100,8 +111,9 @@ def test_a_fifo_named_dot_git_does_not_block_a_snapshot(ws_dir: Path, store_dir:
     assert json.loads(proc.stdout)["files"] == 1
 
 
-def test_a_symlinked_gitignore_is_not_followed(ws_dir: Path, store_dir: Path,
-                                               tmp_path: Path) -> None:
+def test_a_symlinked_gitignore_is_not_followed(
+    ws_dir: Path, store_dir: Path, tmp_path: Path
+) -> None:
     # git (2.32 and later) reads no .gitignore through a symlink in the work tree.
     outside = tmp_path / "rules"
     outside.write_text("a.txt\n")
@@ -120,8 +132,13 @@ def test_the_hook_gives_up_in_time_and_fails_open(ws_dir: Path, store_dir: Path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         started = time.monotonic()
-        proc = run(["hook", "claude-code"], ws_dir, store_dir, stdin=prompt(ws_dir),
-                   env={"TAKEBACK_HOOK_TIMEOUT": "1"})
+        proc = run(
+            ["hook", "claude-code"],
+            ws_dir,
+            store_dir,
+            stdin=prompt(ws_dir),
+            env={"TAKEBACK_HOOK_TIMEOUT": "1"},
+        )
         took = time.monotonic() - started
     finally:
         os.close(fd)
@@ -135,15 +152,24 @@ def test_the_hook_gives_up_in_time_and_fails_open(ws_dir: Path, store_dir: Path)
 def test_the_hook_bound_is_configurable(ws_dir: Path, store_dir: Path) -> None:
     (ws_dir / "a.txt").write_text("a\n")
     # A bound that is not a number is logged and the default is used: the call still works.
-    proc = run(["hook", "claude-code"], ws_dir, store_dir, stdin=prompt(ws_dir),
-               env={"TAKEBACK_HOOK_TIMEOUT": "soon"})
+    proc = run(
+        ["hook", "claude-code"],
+        ws_dir,
+        store_dir,
+        stdin=prompt(ws_dir),
+        env={"TAKEBACK_HOOK_TIMEOUT": "soon"},
+    )
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
     assert snapshots(ws_dir, store_dir)
     assert "TAKEBACK_HOOK_TIMEOUT" in (store_dir / "hook.log").read_text()
     # 0 turns the bound off.
-    proc = run(["hook", "claude-code"], ws_dir, store_dir,
-               stdin=prompt(ws_dir).replace(b'"go"', b'"again"'),
-               env={"TAKEBACK_HOOK_TIMEOUT": "0"})
+    proc = run(
+        ["hook", "claude-code"],
+        ws_dir,
+        store_dir,
+        stdin=prompt(ws_dir).replace(b'"go"', b'"again"'),
+        env={"TAKEBACK_HOOK_TIMEOUT": "0"},
+    )
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
 
 

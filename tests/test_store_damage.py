@@ -26,6 +26,7 @@ from .conftest import CLI
 def _emptied(name: str) -> Callable[[Path], None]:
     def damage(store: Path) -> None:
         (store / name).write_bytes(b"")
+
     return damage
 
 
@@ -33,6 +34,7 @@ def _truncated(name: str, keep: float) -> Callable[[Path], None]:
     def damage(store: Path) -> None:
         p = store / name
         os.truncate(p, int(p.stat().st_size * keep))
+
     return damage
 
 
@@ -42,6 +44,7 @@ def _garbage(name: str, start: int) -> Callable[[Path], None]:
         data = bytearray(p.read_bytes())
         data[start:] = bytes((i * 37 + 11) % 256 for i in range(len(data) - start))
         p.write_bytes(bytes(data))
+
     return damage
 
 
@@ -51,12 +54,14 @@ def _dropped(name: str, table: str) -> Callable[[Path], None]:
         conn.execute(f"DROP TABLE {table}")
         conn.commit()
         conn.close()
+
     return damage
 
 
 def _marker(text: str) -> Callable[[Path], None]:
     def damage(store: Path) -> None:
         (store / "store.json").write_text(text)
+
     return damage
 
 
@@ -80,15 +85,24 @@ DAMAGE = {
 }
 
 COMMANDS = [
-    ["log"], ["log", "--all"], ["snapshot"], ["status"], ["diff"], ["changes"],
-    ["rewind", "--to", "start"], ["undo"], ["show", "start:a.txt"],
-    ["run", "--", "true"], ["touch", "a.txt"],
+    ["log"],
+    ["log", "--all"],
+    ["snapshot"],
+    ["status"],
+    ["diff"],
+    ["changes"],
+    ["rewind", "--to", "start"],
+    ["undo"],
+    ["show", "start:a.txt"],
+    ["run", "--", "true"],
+    ["touch", "a.txt"],
 ]
 
 
 def _files(store: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in store.iterdir()
-            if p.name not in ("lock", "events.jsonl")}
+    return {
+        p.name: p.read_bytes() for p in store.iterdir() if p.name not in ("lock", "events.jsonl")
+    }
 
 
 @pytest.fixture
@@ -108,7 +122,8 @@ def recorded(tb: CLI, ws_dir: Path) -> CLI:
 
 @pytest.mark.parametrize("kind", list(DAMAGE))
 def test_every_command_refuses_a_damaged_store_and_changes_nothing(
-        recorded: CLI, ws_dir: Path, kind: str) -> None:
+    recorded: CLI, ws_dir: Path, kind: str
+) -> None:
     tb = recorded
     DAMAGE[kind](tb.store)
     before = _files(tb.store)
@@ -116,8 +131,11 @@ def test_every_command_refuses_a_damaged_store_and_changes_nothing(
         proc = tb(*args, check=None)
         assert proc.returncode == 2, (kind, args, proc.stdout, proc.stderr)
         lines = proc.stderr.splitlines()
-        assert len(lines) == 1 and lines[0].startswith("takeback: error: "), (kind, args,
-                                                                              proc.stderr)
+        assert len(lines) == 1 and lines[0].startswith("takeback: error: "), (
+            kind,
+            args,
+            proc.stderr,
+        )
         assert proc.stdout == "", (kind, args)
         assert _files(tb.store) == before, (kind, args)
     proc = tb("log", "--json", check=2)
@@ -125,19 +143,22 @@ def test_every_command_refuses_a_damaged_store_and_changes_nothing(
 
 
 def test_the_library_refuses_an_emptied_meta_db_without_touching_it(
-        recorded: CLI, ws_dir: Path) -> None:
+    recorded: CLI, ws_dir: Path
+) -> None:
     (recorded.store / "meta.db").write_bytes(b"")
     with pytest.raises(StoreCorruptError):
         Workspace(ws_dir, store=recorded.store).log()
     with pytest.raises(StoreCorruptError):
         Workspace(ws_dir, store=recorded.store).snapshot()
     assert (recorded.store / "meta.db").read_bytes() == b""
-    assert sorted(p.name for p in recorded.store.iterdir()
-                  if p.name.startswith("meta.db")) == ["meta.db"]
+    assert sorted(p.name for p in recorded.store.iterdir() if p.name.startswith("meta.db")) == [
+        "meta.db"
+    ]
 
 
 def test_a_store_without_a_marker_is_made_only_by_commands_that_record(
-        tb: CLI, ws_dir: Path) -> None:
+    tb: CLI, ws_dir: Path
+) -> None:
     (ws_dir / "a.txt").write_text("a\n")
     for args in (["log"], ["status"], ["changes"], ["undo"], ["rewind", "--to", "start"]):
         tb(*args, check=2)

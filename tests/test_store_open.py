@@ -68,7 +68,8 @@ def _version(store_dir: Path) -> str:
 
 
 def test_opening_a_current_store_is_one_query_per_database(
-        ws_dir: Path, store_dir: Path, trace: Trace) -> None:
+    ws_dir: Path, store_dir: Path, trace: Trace
+) -> None:
     root = _recorded(ws_dir, store_dir)
     trace.clear()
     store = Store.open(str(store_dir), root, create=False)
@@ -88,7 +89,8 @@ def test_opening_a_current_store_is_one_query_per_database(
 
 
 def test_the_first_write_of_an_opened_store_is_durable_and_checks_references(
-        ws_dir: Path, store_dir: Path, trace: Trace) -> None:
+    ws_dir: Path, store_dir: Path, trace: Trace
+) -> None:
     root = _recorded(ws_dir, store_dir)
     store = Store.open(str(store_dir), root, create=False)
     try:
@@ -131,7 +133,8 @@ def _columns(db: Path, table: str) -> set[str]:
 
 
 def test_an_older_store_is_upgraded_once_then_opens_in_one_query(
-        ws_dir: Path, store_dir: Path, trace: Trace) -> None:
+    ws_dir: Path, store_dir: Path, trace: Trace
+) -> None:
     root = _recorded(ws_dir, store_dir)
     _make_old(store_dir)
     assert "unreadable_count" not in _columns(store_dir / "meta.db", "snapshots")
@@ -139,8 +142,7 @@ def test_an_older_store_is_upgraded_once_then_opens_in_one_query(
     trace.clear()
     Store.open(str(store_dir), root, create=False).close()
     upgrade = _by_file(trace)
-    assert any("ALTER TABLE snapshots ADD COLUMN unreadable_count" in s
-               for s in upgrade["meta.db"])
+    assert any("ALTER TABLE snapshots ADD COLUMN unreadable_count" in s for s in upgrade["meta.db"])
     assert any("ALTER TABLE objects ADD COLUMN base" in s for s in upgrade["objects.db"])
     assert _version(store_dir) == str(SCHEMA_VERSION) == "2"
     assert "unreadable_count" in _columns(store_dir / "meta.db", "snapshots")
@@ -164,7 +166,8 @@ def test_an_older_store_is_upgraded_once_then_opens_in_one_query(
 
 
 def test_an_older_store_that_lacks_nothing_is_only_marked(
-        ws_dir: Path, store_dir: Path, trace: Trace) -> None:
+    ws_dir: Path, store_dir: Path, trace: Trace
+) -> None:
     root = _recorded(ws_dir, store_dir)
     conn = sqlite3.connect(store_dir / "meta.db")
     conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")

@@ -26,8 +26,6 @@ from .conftest import state, write
 # -- helpers ---------------------------------------------------------------------------
 
 
-
-
 def fingerprint(root: Path) -> dict[str, tuple[int, int, int, int]]:
     """(inode, mtime_ns, ctime_ns, size) of every entry: any write at all changes it."""
     out = {}
@@ -37,8 +35,12 @@ def fingerprint(root: Path) -> dict[str, tuple[int, int, int, int]]:
             st = os.lstat(full)
             if stat.S_ISDIR(st.st_mode):
                 continue  # a folder's times move when a sibling file is replaced
-            out[os.path.relpath(full, root)] = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns,
-                                                st.st_size)
+            out[os.path.relpath(full, root)] = (
+                st.st_ino,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_size,
+            )
     return out
 
 
@@ -53,10 +55,9 @@ def ws(ws_dir: Path, store_dir: Path) -> Iterator[takeback.Workspace]:
     w.close()
 
 
-
-
-def tool_write(turn: takeback.Turn, root: Path, rel: str, data: bytes | str,
-               call: str = "call") -> None:
+def tool_write(
+    turn: takeback.Turn, root: Path, rel: str, data: bytes | str, call: str = "call"
+) -> None:
     """What a harness does for a file tool: a step, a touch, then the write."""
     with turn.step(tool_call_ids=[call]) as step:
         step.touch(rel)
@@ -71,8 +72,18 @@ def by_path(changes: list[takeback.Change]) -> dict[str, takeback.Change]:
 
 
 def test_public_names() -> None:
-    for name in ("Workspace", "Session", "Turn", "Step", "TurnOpResult", "Change",
-                 "ConflictError", "PathError", "UsageError", "TakebackError"):
+    for name in (
+        "Workspace",
+        "Session",
+        "Turn",
+        "Step",
+        "TurnOpResult",
+        "Change",
+        "ConflictError",
+        "PathError",
+        "UsageError",
+        "TakebackError",
+    ):
         assert name in takeback.__all__
         assert getattr(takeback, name) is not None
     assert issubclass(takeback.ConflictError, takeback.TakebackError)
@@ -97,8 +108,7 @@ def three_turns(ws: takeback.Workspace, root: Path) -> takeback.Session:
     kind of change (created, modified, deleted, binary, chmod-ed)."""
     session = ws.session("fix")
     with session.turn(label="one") as t1:
-        tool_write(t1, root, "src/app.py", "def main():\n    return 2\n\n\nprint(main())\n",
-                   "c1")
+        tool_write(t1, root, "src/app.py", "def main():\n    return 2\n\n\nprint(main())\n", "c1")
         tool_write(t1, root, "src/new.py", "NEW = 1\n", "c2")
     with session.turn(label="two") as t2:
         with t2.command("format everything", tool_call_id="c3"):
@@ -149,8 +159,9 @@ def test_change_lists_of_three_turns(ws: takeback.Workspace, ws_dir: Path) -> No
     assert c3[0].to_json()["path"] == "logo.bin"
 
 
-def test_turn_changes_property_and_end_are_the_same_list(ws: takeback.Workspace,
-                                                         ws_dir: Path) -> None:
+def test_turn_changes_property_and_end_are_the_same_list(
+    ws: takeback.Workspace, ws_dir: Path
+) -> None:
     session = ws.session()
     turn = session.turn("t")
     tool_write(turn, ws_dir, "a.txt", "a\n")
@@ -210,8 +221,9 @@ def test_touch_with_text_is_the_callers_view(ws: takeback.Workspace, ws_dir: Pat
     assert (ws_dir / "a.txt").read_text() == "unsaved buffer\n"
 
 
-def test_touch_with_text_keeps_a_bom_as_it_was_on_disk(ws: takeback.Workspace,
-                                                       ws_dir: Path) -> None:
+def test_touch_with_text_keeps_a_bom_as_it_was_on_disk(
+    ws: takeback.Workspace, ws_dir: Path
+) -> None:
     bom = b"\xef\xbb\xbf"
     write(ws_dir, "with.txt", bom + b"hello\n")
     write(ws_dir, "without.txt", b"hello\n")
@@ -231,8 +243,9 @@ def test_touch_with_text_keeps_a_bom_as_it_was_on_disk(ws: takeback.Workspace,
     assert (ws_dir / "kept.txt").read_bytes() == bom + b"buffer\n"
 
 
-def test_touch_outside_the_root_raises_path_error(ws: takeback.Workspace, ws_dir: Path,
-                                                  tmp_path: Path) -> None:
+def test_touch_outside_the_root_raises_path_error(
+    ws: takeback.Workspace, ws_dir: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("x\n")
     session = ws.session()
@@ -246,8 +259,7 @@ def test_touch_outside_the_root_raises_path_error(ws: takeback.Workspace, ws_dir
     assert turn.changes == []
 
 
-def test_touch_of_out_of_scope_paths_is_not_recorded(ws: takeback.Workspace,
-                                                     ws_dir: Path) -> None:
+def test_touch_of_out_of_scope_paths_is_not_recorded(ws: takeback.Workspace, ws_dir: Path) -> None:
     write(ws_dir, ".gitignore", "*.log\n")
     write(ws_dir, "debug.log", "a\n")
     write(ws_dir, ".env", "SECRET=1\n")
@@ -295,13 +307,15 @@ def test_large_file_changed_in_place_is_still_listed(ws_dir: Path, store_dir: Pa
         write(ws_dir, "big.dat", b"b" * 200)  # same size, same mode, other bytes
         write(ws_dir, "same.dat", b"s" * 200)  # rewritten as it was
     assert [(c.path, c.status, c.undoable) for c in turn.changes] == [
-        ("big.dat", "modified", False)]
+        ("big.dat", "modified", False)
+    ]
     assert turn.changes[0].sha256 == sha(b"b" * 200)
     ws.close()
 
 
-def test_a_write_that_fails_part_way_says_what_was_done(ws: takeback.Workspace, ws_dir: Path,
-                                                        tmp_path: Path) -> None:
+def test_a_write_that_fails_part_way_says_what_was_done(
+    ws: takeback.Workspace, ws_dir: Path, tmp_path: Path
+) -> None:
     write(ws_dir, "a.txt", "a0\n")
     session = ws.session()
     with session.turn() as turn:
@@ -377,8 +391,7 @@ def test_undo_leaves_other_files_alone(ws: takeback.Workspace, ws_dir: Path) -> 
     assert (ws_dir / "during.txt").read_text() == "a person, during the turn\n"
 
 
-def test_conflict_writes_nothing_and_force_overwrites(ws: takeback.Workspace,
-                                                      ws_dir: Path) -> None:
+def test_conflict_writes_nothing_and_force_overwrites(ws: takeback.Workspace, ws_dir: Path) -> None:
     write(ws_dir, "src/app.ts", "let a = 1;\n")
     write(ws_dir, "b.txt", "b0\n")
     session = ws.session()
@@ -422,8 +435,9 @@ def test_chmod_by_a_person_is_a_conflict(ws: takeback.Workspace, ws_dir: Path) -
     assert (ws_dir / "a.sh").read_text() == "echo hi\n"
 
 
-def test_a_later_turn_is_a_conflict_for_undo_of_an_earlier_one(ws: takeback.Workspace,
-                                                               ws_dir: Path) -> None:
+def test_a_later_turn_is_a_conflict_for_undo_of_an_earlier_one(
+    ws: takeback.Workspace, ws_dir: Path
+) -> None:
     write(ws_dir, "a.txt", "0\n")
     session = ws.session()
     with session.turn() as t1:
@@ -502,8 +516,9 @@ def test_undo_of_one_turn_or_one_file(ws: takeback.Workspace, ws_dir: Path) -> N
     assert r.turns == [1] and (ws_dir / "a.txt").read_text() == "a1\n"
 
 
-def test_undo_and_redo_are_recorded_and_can_be_taken_back(ws: takeback.Workspace,
-                                                          ws_dir: Path) -> None:
+def test_undo_and_redo_are_recorded_and_can_be_taken_back(
+    ws: takeback.Workspace, ws_dir: Path
+) -> None:
     write(ws_dir, "a.txt", "0\n")
     session = ws.session()
     with session.turn() as t1:
@@ -533,17 +548,18 @@ def test_undo_while_a_turn_is_open_ends_it_first(ws: takeback.Workspace, ws_dir:
     assert [c.path for c in turn.changes] == ["a.txt"]
     # It was ended like any other turn: its change list was announced; then the undo
     # announced the file it wrote, and itself.
-    assert [(e["path"], e.get("turn"), e.get("op")) for e in events
-            if e["event"] == "file.changed"] == [("a.txt", 2, None), ("a.txt", None, "undo")]
-    assert [(e["op"], e["turns"], e["restored"]) for e in events
-            if e["event"] == "restore.done"] == [("undo", [2], 1)]
+    assert [
+        (e["path"], e.get("turn"), e.get("op")) for e in events if e["event"] == "file.changed"
+    ] == [("a.txt", 2, None), ("a.txt", None, "undo")]
+    assert [
+        (e["op"], e["turns"], e["restored"]) for e in events if e["event"] == "restore.done"
+    ] == [("undo", [2], 1)]
     turn.end()  # the harness's own end, later, is harmless
     assert session.undo().turns == [1]
     assert (ws_dir / "a.txt").read_text() == "0\n"
 
 
-def test_commands_created_folders_links_and_deletions(ws: takeback.Workspace,
-                                                      ws_dir: Path) -> None:
+def test_commands_created_folders_links_and_deletions(ws: takeback.Workspace, ws_dir: Path) -> None:
     write(ws_dir, "keep/x.txt", "x\n")
     write(ws_dir, "gone.txt", "gone\n")
     os.symlink("keep/x.txt", ws_dir / "old-link")
@@ -556,8 +572,12 @@ def test_commands_created_folders_links_and_deletions(ws: takeback.Workspace,
             (ws_dir / "gone.txt").unlink()
             os.unlink(ws_dir / "old-link")
             os.symlink("gone.txt", ws_dir / "old-link")
-    assert sorted(cmd.changed) == [("gen/deep/out.txt", "created"), ("gone.txt", "deleted"),
-                                   ("link", "created"), ("old-link", "updated")]
+    assert sorted(cmd.changed) == [
+        ("gen/deep/out.txt", "created"),
+        ("gone.txt", "deleted"),
+        ("link", "created"),
+        ("old-link", "updated"),
+    ]
     c = by_path(turn.changes)
     # The folders the command made are changes of the turn too (undo removes them).
     assert set(c) == {"gen", "gen/deep", "gen/deep/out.txt", "gone.txt", "link", "old-link"}
@@ -566,8 +586,7 @@ def test_commands_created_folders_links_and_deletions(ws: takeback.Workspace,
     session.undo()
     assert state(ws_dir) == start
     after_redo = session.redo()
-    assert sorted(after_redo.restored) == sorted(
-        p + "/" if c[p].kind == "folder" else p for p in c)
+    assert sorted(after_redo.restored) == sorted(p + "/" if c[p].kind == "folder" else p for p in c)
     assert os.readlink(ws_dir / "link") == "gen/deep/out.txt"
 
 
@@ -589,13 +608,15 @@ def test_a_file_that_becomes_a_folder_and_back(ws: takeback.Workspace, ws_dir: P
     session.undo()
     assert state(ws_dir) == start
     session.redo()
-    assert {k: v for k, v in state(ws_dir).items() if v[0] != "d"} == \
-        {k: v for k, v in after.items() if v[0] != "d"}
+    assert {k: v for k, v in state(ws_dir).items() if v[0] != "d"} == {
+        k: v for k, v in after.items() if v[0] != "d"
+    }
     assert (ws_dir / "config").is_dir()
 
 
-def test_a_command_outside_a_turn_is_a_turn_of_its_own(ws: takeback.Workspace,
-                                                       ws_dir: Path) -> None:
+def test_a_command_outside_a_turn_is_a_turn_of_its_own(
+    ws: takeback.Workspace, ws_dir: Path
+) -> None:
     session = ws.session()
     with session.command("touch a") as cmd:
         write(ws_dir, "a.txt", "a\n")
@@ -649,8 +670,9 @@ def test_revert_and_unrevert_across_a_restart(ws_dir: Path, store_dir: Path) -> 
     ws.close()
 
 
-def test_unrevert_brings_back_edits_made_before_the_revert(ws: takeback.Workspace,
-                                                           ws_dir: Path) -> None:
+def test_unrevert_brings_back_edits_made_before_the_revert(
+    ws: takeback.Workspace, ws_dir: Path
+) -> None:
     write(ws_dir, "a.txt", "a0\n")
     session = ws.session()
     with session.turn() as t1:
@@ -666,8 +688,9 @@ def test_unrevert_brings_back_edits_made_before_the_revert(ws: takeback.Workspac
     assert (ws_dir / "a.txt").read_text() == "a1 and a person's edit\n"
 
 
-def test_unrevert_conflict_and_new_turn_makes_revert_final(ws: takeback.Workspace,
-                                                           ws_dir: Path) -> None:
+def test_unrevert_conflict_and_new_turn_makes_revert_final(
+    ws: takeback.Workspace, ws_dir: Path
+) -> None:
     write(ws_dir, "a.txt", "a0\n")
     session = ws.session()
     with session.turn() as t1:
@@ -715,8 +738,9 @@ def read_events(store_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_events_reach_callbacks_and_the_log(ws: takeback.Workspace, ws_dir: Path,
-                                            store_dir: Path) -> None:
+def test_events_reach_callbacks_and_the_log(
+    ws: takeback.Workspace, ws_dir: Path, store_dir: Path
+) -> None:
     write(ws_dir, "a.txt", "a0\n")
     write(ws_dir, "gone.txt", "g\n")
     seen: list[dict[str, Any]] = []
@@ -736,8 +760,11 @@ def test_events_reach_callbacks_and_the_log(ws: takeback.Workspace, ws_dir: Path
     assert all(e["id"] in ids for e in taken)
     changed = {e["path"]: e for e in seen if e["event"] == "file.changed"}
     # One event per file the turn changed, each with what happened to it.
-    assert sorted(e["path"] for e in seen if e["event"] == "file.changed") == \
-        ["a.txt", "gone.txt", "made.txt"]
+    assert sorted(e["path"] for e in seen if e["event"] == "file.changed") == [
+        "a.txt",
+        "gone.txt",
+        "made.txt",
+    ]
     assert changed["gone.txt"]["change"] == "deleted"
     assert changed["gone.txt"]["tool_call_id"] == "call_2"
     assert changed["made.txt"]["change"] == "created"
@@ -767,8 +794,7 @@ def test_one_call_id_per_file_tool(ws: takeback.Workspace, ws_dir: Path) -> None
     assert ids == {"a.txt": "call_a", "b.txt": None}
 
 
-def test_a_failing_callback_does_not_stop_recording(ws: takeback.Workspace,
-                                                    ws_dir: Path) -> None:
+def test_a_failing_callback_does_not_stop_recording(ws: takeback.Workspace, ws_dir: Path) -> None:
     def boom(event: dict[str, Any]) -> None:
         raise RuntimeError("listener bug")
 
@@ -790,8 +816,9 @@ def break_the_lock(store_dir: Path) -> None:
     lock.mkdir()
 
 
-def test_failed_snapshots_never_stop_the_agent(ws: takeback.Workspace, ws_dir: Path,
-                                               store_dir: Path) -> None:
+def test_failed_snapshots_never_stop_the_agent(
+    ws: takeback.Workspace, ws_dir: Path, store_dir: Path
+) -> None:
     write(ws_dir, "a.txt", "a0\n")
     seen: list[dict[str, Any]] = []
     ws.on_event(seen.append)
@@ -819,8 +846,9 @@ def test_failed_snapshots_never_stop_the_agent(ws: takeback.Workspace, ws_dir: P
     assert len([e for e in logged if e["event"] == "snapshot.failed"]) == len(failed)
 
 
-def test_failed_baseline_never_stops_the_agent(ws: takeback.Workspace, ws_dir: Path,
-                                               store_dir: Path) -> None:
+def test_failed_baseline_never_stops_the_agent(
+    ws: takeback.Workspace, ws_dir: Path, store_dir: Path
+) -> None:
     seen: list[dict[str, Any]] = []
     ws.on_event(seen.append)
     ws.snapshot()  # the store exists, but this session has no baseline yet

@@ -44,10 +44,11 @@ def fingerprint(root: Path) -> dict[str, tuple[int, int, int]]:
         for name in files:
             st = os.lstat(os.path.join(dirpath, name))
             out[os.path.relpath(os.path.join(dirpath, name), root)] = (
-                st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+                st.st_ino,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+            )
     return out
-
-
 
 
 def as_json(proc: Any) -> dict[str, Any]:
@@ -105,8 +106,10 @@ def test_three_turns_undo_redo(tb: CLI, ws_dir: Path) -> None:
 
     out = tb("changes", "--turn", "1").stdout.splitlines()
     assert out[0] == "2 files changed +3 -1"
-    assert [line.split() for line in out[1:]] == [["modified", "+2", "-1", "src/app.ts"],
-                                                  ["created", "+1", "-0", "src/new.ts"]]
+    assert [line.split() for line in out[1:]] == [
+        ["modified", "+2", "-1", "src/app.ts"],
+        ["created", "+1", "-0", "src/new.ts"],
+    ]
     out = tb("changes", "--turn", "2").stdout.splitlines()
     assert out[0] == "11 files changed +20 -11"
     assert out[1].split() == ["deleted", "+0", "-1", "old.txt"]
@@ -228,7 +231,9 @@ def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path
     doc = as_json(tb("turn", "end", "--json"))
     assert doc["turn"] == 1
     assert [(c["path"], c["status"], c["added"]) for c in doc["changes"]] == [
-        ("a.txt", "modified", 1), ("b.txt", "created", 1)]
+        ("a.txt", "modified", 1),
+        ("b.txt", "created", 1),
+    ]
     events = [json.loads(line) for line in (store_dir / "events.jsonl").read_text().splitlines()]
     changed = {e["path"]: e for e in events if e["event"] == "file.changed"}
     assert changed["b.txt"]["change"] == "created"
@@ -238,10 +243,19 @@ def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path
     assert any(e["event"] == "snapshot.taken" for e in events)
 
     doc = as_json(tb("undo", "--json"))
-    assert doc == {"schema": 1, "op": "undo", "nothing": False, "turns": [1],
-                   "pre": doc["pre"], "restored": ["a.txt", "b.txt"], "not_restored": [],
-                   "conflicts": [], "left": {}, "ref": None,
-                   "actions": {"a.txt": "M", "b.txt": "A"}}
+    assert doc == {
+        "schema": 1,
+        "op": "undo",
+        "nothing": False,
+        "turns": [1],
+        "pre": doc["pre"],
+        "restored": ["a.txt", "b.txt"],
+        "not_restored": [],
+        "conflicts": [],
+        "left": {},
+        "ref": None,
+        "actions": {"a.txt": "M", "b.txt": "A"},
+    }
     doc = as_json(tb("redo", "--json"))
     assert doc["op"] == "redo" and doc["restored"] == ["a.txt", "b.txt"]
     assert as_json(tb("redo", "--json"))["nothing"] is True
@@ -325,14 +339,24 @@ def test_two_undos_at_once_take_back_two_turns(tb: CLI, ws_dir: Path, store_dir:
         write(ws_dir, f"f{n}.txt", f"{n}\n")
         tb("turn", "end")
     env = dict(os.environ, TAKEBACK_STORE=str(store_dir), PYTHONPATH=SRC)
-    procs = [subprocess.Popen([PY, "-m", "takeback", "undo"], cwd=ws_dir, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [PY, "-m", "takeback", "undo"],
+            cwd=ws_dir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     # Each took back its own turn: the choice of turn is made under the store's lock.
     assert sorted(out.splitlines()[0] for out, _err in outs) == [
-        "Undid turn 2. Files restored: 2.", "Undid turn 3. Files restored: 2."]
+        "Undid turn 2. Files restored: 2.",
+        "Undid turn 3. Files restored: 2.",
+    ]
     assert (ws_dir / "a.txt").read_text() == "1\n"
     assert sorted(p.name for p in ws_dir.iterdir()) == ["a.txt", "f1.txt"]
 
@@ -362,6 +386,9 @@ def test_run_then_undo_takes_the_command_back(tb: CLI, ws_dir: Path) -> None:
     changes = as_json(tb("changes", "--json"))
     assert changes["label"].startswith("sh -c ") and changes["state"] == "done"
     assert {c["path"]: c["status"] for c in changes["changes"]} == {
-        "app.py": "modified", "gen": "created", "gen/out.txt": "created"}
+        "app.py": "modified",
+        "gen": "created",
+        "gen/out.txt": "created",
+    }
     assert tb("undo").stdout.startswith("Undid turn 1. Files restored: 3.")
     assert (ws_dir / "app.py").read_text() == "x = 1\n" and not (ws_dir / "gen").exists()

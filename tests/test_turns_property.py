@@ -89,8 +89,7 @@ def on_disk(root: Path) -> dict[str, File]:
         for name in files:
             full = os.path.join(dirpath, name)
             st_ = os.lstat(full)
-            out[os.path.relpath(full, root)] = (Path(full).read_bytes(),
-                                                stat.S_IMODE(st_.st_mode))
+            out[os.path.relpath(full, root)] = (Path(full).read_bytes(), stat.S_IMODE(st_.st_mode))
     return out
 
 
@@ -100,8 +99,7 @@ def stamps(root: Path) -> dict[str, tuple[int, int]]:
     for dirpath, _dirs, files in os.walk(root):
         for name in files:
             st_ = os.lstat(os.path.join(dirpath, name))
-            out[os.path.relpath(os.path.join(dirpath, name), root)] = (st_.st_ino,
-                                                                       st_.st_mtime_ns)
+            out[os.path.relpath(os.path.join(dirpath, name), root)] = (st_.st_ino, st_.st_mtime_ns)
     return out
 
 
@@ -152,8 +150,7 @@ class TurnsMachine(RuleBasedStateMachine):
         """End the open turn in the model: files back where they began drop out."""
         t = self.turns[-1]
         assert t.state == "open"
-        t.changes = {p: (b, self.now(p)) for p, b in self.touched.items()
-                     if b != self.now(p)}
+        t.changes = {p: (b, self.now(p)) for p, b in self.touched.items() if b != self.now(p)}
         t.state = "done"
         self.turn = None
         self.touched = {}
@@ -163,8 +160,9 @@ class TurnsMachine(RuleBasedStateMachine):
         if self.turn is not None:
             self.model_end()
 
-    def expect_apply(self, moves: list[tuple[str, File, File]], force: bool
-                     ) -> tuple[list[str], list[tuple[str, File]]]:
+    def expect_apply(
+        self, moves: list[tuple[str, File, File]], force: bool
+    ) -> tuple[list[str], list[tuple[str, File]]]:
         conflicts: list[str] = []
         todo: list[tuple[str, File]] = []
         for p, expect, write in moves:
@@ -178,8 +176,12 @@ class TurnsMachine(RuleBasedStateMachine):
             todo.append((p, write))
         return conflicts, todo
 
-    def run_op(self, call: Callable[[], takeback.TurnOpResult],
-               moves: list[tuple[str, File, File]], force: bool) -> takeback.TurnOpResult | None:
+    def run_op(
+        self,
+        call: Callable[[], takeback.TurnOpResult],
+        moves: list[tuple[str, File, File]],
+        force: bool,
+    ) -> takeback.TurnOpResult | None:
         """Run a real operation the model predicts; check refusals and results."""
         conflicts, todo = self.expect_apply(moves, force)
         before = on_disk(self.root), stamps(self.root)
@@ -193,7 +195,8 @@ class TurnsMachine(RuleBasedStateMachine):
         assert not result.nothing
         files_todo = [(p, w) for p, w in todo if p not in FOLDERS]
         assert sorted(p for p in result.restored if not p.endswith("/")) == sorted(
-            p for p, _w in files_todo)
+            p for p, _w in files_todo
+        )
         # A folder is listed when it was made, or removed (not when kept for what is in it).
         for p in result.restored:
             if p.endswith("/"):
@@ -253,7 +256,7 @@ class TurnsMachine(RuleBasedStateMachine):
             if disk_bom and not buf.startswith(BOM):
                 buf = BOM + buf
             elif not disk_bom and buf.startswith(BOM) and old is not None:
-                buf = buf[len(BOM):]
+                buf = buf[len(BOM) :]
             self.touched.setdefault(path, (buf, old[1] if old else 0o644))
             self.set_file(path, (data, old[1] if old else 0o644))
 
@@ -281,8 +284,7 @@ class TurnsMachine(RuleBasedStateMachine):
             self.set_file(path, (f[0], mode))
 
     @precondition(lambda self: self.turn is not None)
-    @rule(writes=st.lists(st.tuples(paths, st.one_of(st.none(), contents)), min_size=1,
-                          max_size=4))
+    @rule(writes=st.lists(st.tuples(paths, st.one_of(st.none(), contents)), min_size=1, max_size=4))
     def command(self, writes: list[tuple[str, bytes | None]]) -> None:
         """A command that rewrites or deletes several files (found by its snapshots)."""
         assert self.turn is not None
@@ -296,11 +298,17 @@ class TurnsMachine(RuleBasedStateMachine):
             if before[path] != self.now(path):
                 self.touched.setdefault(path, before[path])
 
-    @rule(actions=st.lists(st.tuples(st.sampled_from(["write", "delete", "chmod"]), paths,
-                                     contents, modes), min_size=1, max_size=4),
-          writes=st.lists(st.tuples(paths, st.one_of(st.none(), contents)), max_size=3))
-    def whole_turn(self, actions: list[tuple[str, str, bytes, int]],
-                   writes: list[tuple[str, bytes | None]]) -> None:
+    @rule(
+        actions=st.lists(
+            st.tuples(st.sampled_from(["write", "delete", "chmod"]), paths, contents, modes),
+            min_size=1,
+            max_size=4,
+        ),
+        writes=st.lists(st.tuples(paths, st.one_of(st.none(), contents)), max_size=3),
+    )
+    def whole_turn(
+        self, actions: list[tuple[str, str, bytes, int]], writes: list[tuple[str, bytes | None]]
+    ) -> None:
         """A whole reply at once: file tools, maybe a command, and the end."""
         self.begin_turn("whole")
         for what, path, data, mode in actions:
@@ -338,8 +346,9 @@ class TurnsMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: any(set(t.changes) - set(FOLDERS) for t in self.turns))
     @rule(data=st.data(), new=st.one_of(st.none(), contents), mode=modes)
-    def person_edits_a_changed_file(self, data: st.DataObject, new: bytes | None,
-                                    mode: int) -> None:
+    def person_edits_a_changed_file(
+        self, data: st.DataObject, new: bytes | None, mode: int
+    ) -> None:
         """The edits that make conflicts: to a file some turn changed."""
         changed = sorted({p for t in self.turns for p in t.changes if p not in FOLDERS})
         self.set_file(data.draw(st.sampled_from(changed)), None if new is None else (new, mode))
@@ -356,19 +365,27 @@ class TurnsMachine(RuleBasedStateMachine):
 
     # -- taking back -------------------------------------------------------------------
 
-    @rule(force=forces, which=st.sampled_from(["last", "turn", "file"]), k=st.integers(1, 8),
-          path=paths)
+    @rule(
+        force=forces,
+        which=st.sampled_from(["last", "turn", "file"]),
+        k=st.integers(1, 8),
+        path=paths,
+    )
     def undo(self, force: bool, which: str, k: int, path: str) -> None:
         self.end_if_open()
         turn = k if which == "turn" else None
         file = path if which == "file" else None
+
         def call() -> takeback.TurnOpResult:
             return self.session.undo(turn=turn, file=file, force=force)
 
         if turn is None:
             # The last turn that changed something (that file): an empty reply is not it.
-            done = [t for t in self.turns if t.state == "done"
-                    and (file in t.changes if file is not None else t.changes)]
+            done = [
+                t
+                for t in self.turns
+                if t.state == "done" and (file in t.changes if file is not None else t.changes)
+            ]
             if not done:
                 if file is not None:
                     with pytest.raises(takeback.UsageError):
@@ -397,8 +414,9 @@ class TurnsMachine(RuleBasedStateMachine):
             assert result.turns == [t.n]
             if file is None:
                 t.state = "undone"
-            self.ops.append(MOp("undo", [t.n], file,
-                                wrote=frozenset(p.rstrip("/") for p in result.restored)))
+            self.ops.append(
+                MOp("undo", [t.n], file, wrote=frozenset(p.rstrip("/") for p in result.restored))
+            )
 
     @rule(force=forces)
     def redo(self, force: bool) -> None:
@@ -422,6 +440,7 @@ class TurnsMachine(RuleBasedStateMachine):
     @rule(force=forces, k=st.integers(0, 7))
     def revert(self, force: bool, k: int) -> None:
         self.end_if_open()
+
         def call() -> takeback.TurnOpResult:
             return self.session.revert(to_turn=k, force=force)
 
@@ -452,15 +471,17 @@ class TurnsMachine(RuleBasedStateMachine):
                 t.state = "reverted"
             self.ops.append(MOp("revert", [t.n for t in turns], pre=pre, to_turn=k))
 
-    def move_revert(self, op: MOp, k: int, force: bool,
-                    call: Callable[[], takeback.TurnOpResult]) -> None:
+    def move_revert(
+        self, op: MOp, k: int, force: bool, call: Callable[[], takeback.TurnOpResult]
+    ) -> None:
         """A revert while one stands: exactly the state turn k left, every later one back."""
         if k == op.to_turn:
             assert call().nothing
             return
         held = set(op.turns)
-        live = [t for t in self.turns
-                if t.state == "done" or (t.state == "reverted" and t.n in held)]
+        live = [
+            t for t in self.turns if t.state == "done" or (t.state == "reverted" and t.n in held)
+        ]
         low = min(k, op.to_turn)
         moves = []
         for p in sorted({p for t in live if t.n > low for p in t.changes}):
@@ -499,9 +520,18 @@ class TurnsMachine(RuleBasedStateMachine):
             for n in op.turns:
                 self.turns[n - 1].state = "done"
 
-    @rule(batch=st.lists(st.tuples(st.sampled_from(["undo", "undo-turn", "undo-file", "redo",
-                                                    "revert", "unrevert"]),
-                                   forces, st.integers(0, 6), paths), min_size=1, max_size=5))
+    @rule(
+        batch=st.lists(
+            st.tuples(
+                st.sampled_from(["undo", "undo-turn", "undo-file", "redo", "revert", "unrevert"]),
+                forces,
+                st.integers(0, 6),
+                paths,
+            ),
+            min_size=1,
+            max_size=5,
+        )
+    )
     def take_backs(self, batch: list[tuple[str, bool, int, str]]) -> None:
         """Several take-backs in a row (walking back and forth through the turns)."""
         for what, force, k, path in batch:
@@ -533,8 +563,11 @@ def test_turns_state_machine(tmp_path: Path) -> None:
     run_state_machine_as_test(
         TurnsMachine,
         # No example database: a test writes nothing outside its tmp_path.
-        settings=settings(max_examples=40, stateful_step_count=40, deadline=None,
-                          database=None,
-                          suppress_health_check=[HealthCheck.too_slow,
-                                                 HealthCheck.filter_too_much]),
+        settings=settings(
+            max_examples=40,
+            stateful_step_count=40,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
     )

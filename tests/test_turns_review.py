@@ -68,7 +68,8 @@ def test_redo_brings_back_only_what_the_undo_took_back(tmp_path: Path) -> None:
 
 
 def test_mcp_undo_file_refuses_a_persons_edit_and_undo_turn_leaves_the_open_reply(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     from takeback.integrations._mcp_server import ServerConfig, _Tools
 
     root = tmp_path / "ws"

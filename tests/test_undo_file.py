@@ -36,7 +36,8 @@ def test_undo_file_after_a_checkpoint_and_an_edit(ws_dir: Path, store_dir: Path)
 
 
 def test_a_persons_edit_after_the_checkpoint_that_saw_the_agents_is_a_conflict(
-        ws_dir: Path, store_dir: Path) -> None:
+    ws_dir: Path, store_dir: Path
+) -> None:
     (ws_dir / "app.py").write_text("v0\n")
     tools = tools_for(ws_dir, store_dir)
     tools.checkpoint("start", None)
@@ -53,7 +54,8 @@ def test_a_persons_edit_after_the_checkpoint_that_saw_the_agents_is_a_conflict(
 
 
 def test_cli_undo_file_goes_back_to_the_first_change_and_redo_returns(
-        tb: CLI, ws_dir: Path) -> None:
+    tb: CLI, ws_dir: Path
+) -> None:
     (ws_dir / "a.txt").write_text("a0\n")
     for text in ("a1\n", "a2\n"):
         tb("turn", "begin")

@@ -25,13 +25,21 @@ from .conftest import SRC, without_file_powers
 LIMIT = 60
 
 
-def run(args: list[str], ws: Path, store: Path, *, stdin: bytes = b"",
-        check: int | None = 0) -> subprocess.CompletedProcess[str]:
+def run(
+    args: list[str], ws: Path, store: Path, *, stdin: bytes = b"", check: int | None = 0
+) -> subprocess.CompletedProcess[str]:
     """Run the real command as a user who cannot read what ``chmod 000`` closes."""
     prefix = without_file_powers()
     env = dict(os.environ, TAKEBACK_STORE=str(store), PYTHONPATH=SRC)
-    proc = subprocess.run([*prefix, sys.executable, "-m", "takeback", *args], cwd=ws, env=env,
-                          input=stdin.decode(), capture_output=True, text=True, timeout=LIMIT)
+    proc = subprocess.run(
+        [*prefix, sys.executable, "-m", "takeback", *args],
+        cwd=ws,
+        env=env,
+        input=stdin.decode(),
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+    )
     if check is not None:
         assert proc.returncode == check, proc.stdout + proc.stderr
     return proc
@@ -66,8 +74,9 @@ def test_an_unreadable_file_is_skipped_and_named(ws_dir: Path, store_dir: Path) 
     assert log[0]["unreadable"] == [{"path": "secret.txt", "reason": "permission denied"}]
 
 
-def test_an_unreadable_folder_is_skipped_and_named(ws_dir: Path, store_dir: Path,
-                                                   closed: None) -> None:
+def test_an_unreadable_folder_is_skipped_and_named(
+    ws_dir: Path, store_dir: Path, closed: None
+) -> None:
     (ws_dir / "a.txt").write_text("a\n")
     (ws_dir / "private").mkdir()
     (ws_dir / "private" / "p.txt").write_text("p\n")
@@ -80,8 +89,9 @@ def test_an_unreadable_folder_is_skipped_and_named(ws_dir: Path, store_dir: Path
     assert again["unreadable"] == got["unreadable"]
 
 
-def test_a_rewind_never_writes_over_or_removes_an_unreadable_file(ws_dir: Path,
-                                                                  store_dir: Path) -> None:
+def test_a_rewind_never_writes_over_or_removes_an_unreadable_file(
+    ws_dir: Path, store_dir: Path
+) -> None:
     (ws_dir / "a.txt").write_text("a1\n")
     (ws_dir / "secret.txt").write_text("s1\n")
     first = snap(ws_dir, store_dir)["id"]
@@ -103,8 +113,9 @@ def test_a_rewind_never_writes_over_or_removes_an_unreadable_file(ws_dir: Path,
     assert {p["path"] for p in doc["plan"]} == {"a.txt"}
 
 
-def test_a_rewind_never_opens_or_empties_an_unreadable_folder(ws_dir: Path, store_dir: Path,
-                                                              closed: None) -> None:
+def test_a_rewind_never_opens_or_empties_an_unreadable_folder(
+    ws_dir: Path, store_dir: Path, closed: None
+) -> None:
     (ws_dir / "box").mkdir()
     (ws_dir / "box" / "old.txt").write_text("o\n")
     first = snap(ws_dir, store_dir)["id"]
@@ -120,9 +131,9 @@ def test_a_rewind_never_opens_or_empties_an_unreadable_folder(ws_dir: Path, stor
     assert sorted(p.name for p in (ws_dir / "box").iterdir()) == ["mine.txt"]
 
 
-def test_a_readable_file_is_left_where_the_target_could_not_read_it(ws_dir: Path,
-                                                                    store_dir: Path,
-                                                                    closed: None) -> None:
+def test_a_readable_file_is_left_where_the_target_could_not_read_it(
+    ws_dir: Path, store_dir: Path, closed: None
+) -> None:
     (ws_dir / "box").mkdir()
     (ws_dir / "box" / "b.txt").write_text("b\n")
     (ws_dir / "box").chmod(0)
@@ -136,13 +147,18 @@ def test_a_readable_file_is_left_where_the_target_could_not_read_it(ws_dir: Path
     assert (ws_dir / "box" / "b.txt").read_text() == "b2\n"
 
 
-def test_the_hook_goes_on_recording_past_an_unreadable_file(ws_dir: Path,
-                                                            store_dir: Path) -> None:
+def test_the_hook_goes_on_recording_past_an_unreadable_file(ws_dir: Path, store_dir: Path) -> None:
     (ws_dir / "a.txt").write_text("a\n")
     (ws_dir / "secret.txt").write_text("s\n")
     (ws_dir / "secret.txt").chmod(0)
-    payload = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s1",
-                          "cwd": str(ws_dir), "prompt": "go"}).encode()
+    payload = json.dumps(
+        {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": "s1",
+            "cwd": str(ws_dir),
+            "prompt": "go",
+        }
+    ).encode()
     proc = run(["hook", "claude-code"], ws_dir, store_dir, stdin=payload)
     assert (proc.stdout, proc.stderr) == ("", "")
     assert json.loads(run(["log", "--all", "--json"], ws_dir, store_dir).stdout)

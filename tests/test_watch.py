@@ -32,17 +32,25 @@ sys.exit(3)
 """
 
 
-
-
-def test_steps_match_the_pauses_and_rewind_is_exact(tb: CLI, ws_dir: Path,
-                                                    tmp_path: Path) -> None:
+def test_steps_match_the_pauses_and_rewind_is_exact(tb: CLI, ws_dir: Path, tmp_path: Path) -> None:
     (ws_dir / "keep.txt").write_text("keep\n")
     (ws_dir / ".gitignore").write_text("ignored/\n")
     script = tmp_path / "agent.py"
     script.write_text(CHILD)
     s0 = files_state(ws_dir)
-    proc = tb("watch", "--settle", "250", "--json", "-m", "agent run", "--",
-              sys.executable, str(script), "1.0", check=3)
+    proc = tb(
+        "watch",
+        "--settle",
+        "250",
+        "--json",
+        "-m",
+        "agent run",
+        "--",
+        sys.executable,
+        str(script),
+        "1.0",
+        check=3,
+    )
     result = json.loads(proc.stdout)
     assert result["exit_code"] == 3 and result["watching"] is True
     steps = result["steps"]
@@ -53,15 +61,24 @@ def test_steps_match_the_pauses_and_rewind_is_exact(tb: CLI, ws_dir: Path,
     ]
     assert [s["label"] for s in steps] == ["agent run #1", "agent run #2", "agent run #3"]
     assert {c["path"]: c["status"] for c in result["changes"]} == {
-        "sub": "created", "sub/b.txt": "created", "c.txt": "created"}  # a.txt came and went
+        "sub": "created",
+        "sub/b.txt": "created",
+        "c.txt": "created",
+    }  # a.txt came and went
     assert "recorded turn" not in proc.stderr  # --json: the summary is the document
 
     final = files_state(ws_dir)
     s1 = dict(s0, **{"a.txt": ("f", b"A\n"), "sub": ("d", b""), "sub/b.txt": ("f", b"B\n")})
     s2 = dict(s1, **{"a.txt": ("f", b"A\nmore\n"), "c.txt": ("f", b"C\n")})
     assert final == {k: v for k, v in s2.items() if k != "a.txt"}
-    for ref, want in [("1", s0), ("2", s1), ("3", s2), (steps[-1]["after"], final),
-                      ("start", s0), (steps[0]["before"], s0)]:
+    for ref, want in [
+        ("1", s0),
+        ("2", s1),
+        ("3", s2),
+        (steps[-1]["after"], final),
+        ("start", s0),
+        (steps[0]["before"], s0),
+    ]:
         tb("rewind", "--to", ref)
         assert files_state(ws_dir) == want, ref
 
@@ -72,26 +89,37 @@ def test_steps_match_the_pauses_and_rewind_is_exact(tb: CLI, ws_dir: Path,
 
 def test_quiet_activity_out_of_scope_makes_no_step(tb: CLI, ws_dir: Path) -> None:
     (ws_dir / ".gitignore").write_text("build/\n")
-    code = ("import os, time; os.makedirs('build'); open('build/x','w').write('x'); "
-            "time.sleep(0.8); open('out.txt','w').write('o')")
+    code = (
+        "import os, time; os.makedirs('build'); open('build/x','w').write('x'); "
+        "time.sleep(0.8); open('out.txt','w').write('o')"
+    )
     proc = tb("watch", "--settle", "150", "--json", "--", sys.executable, "-c", code)
     steps = json.loads(proc.stdout)["steps"]
     assert [[c["path"] for c in s["changes"]] for s in steps] == [["out.txt"]]
 
 
-def test_signals_pass_through_and_the_summary_goes_to_stderr(tb: CLI, ws_dir: Path,
-                                                             tmp_path: Path) -> None:
-    code = ("import signal, sys, time\n"
-            "def bye(n, f):\n"
-            "    open('got-%d.txt' % n, 'w').write('bye')\n"
-            "    sys.exit(7)\n"
-            "signal.signal(signal.SIGTERM, bye)\n"
-            "open('ready.txt', 'w').write('ready')\n"
-            "time.sleep(30)\n")
+def test_signals_pass_through_and_the_summary_goes_to_stderr(
+    tb: CLI, ws_dir: Path, tmp_path: Path
+) -> None:
+    code = (
+        "import signal, sys, time\n"
+        "def bye(n, f):\n"
+        "    open('got-%d.txt' % n, 'w').write('bye')\n"
+        "    sys.exit(7)\n"
+        "signal.signal(signal.SIGTERM, bye)\n"
+        "open('ready.txt', 'w').write('ready')\n"
+        "time.sleep(30)\n"
+    )
     env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC)
-    proc = subprocess.Popen([sys.executable, "-m", "takeback", "watch", "--", sys.executable,
-                             "-c", code], cwd=ws_dir, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "takeback", "watch", "--", sys.executable, "-c", code],
+        cwd=ws_dir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while not (ws_dir / "ready.txt").exists():
         assert time.monotonic() < deadline and proc.poll() is None

@@ -37,8 +37,9 @@ _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 TMP_PREFIX = ".takeback-tmp-"
 
 
-def open_regular(path: str, *, follow: bool = False, dir_fd: int | None = None
-                 ) -> tuple[int, os.stat_result] | None:
+def open_regular(
+    path: str, *, follow: bool = False, dir_fd: int | None = None
+) -> tuple[int, os.stat_result] | None:
     """Open a file for reading if it is a regular file, never waiting on anything else.
 
     A FIFO, socket or device with the name is opened without blocking, seen by ``fstat``
@@ -252,8 +253,9 @@ class SafeRoot:
                     return st, os.fsencode(os.readlink(name, dir_fd=pfd))
                 if not stat.S_ISREG(st.st_mode):
                     return st, None
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                             dir_fd=pfd)
+                fd = os.open(
+                    name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=pfd
+                )
                 with os.fdopen(fd, "rb") as f:
                     st = os.fstat(f.fileno())
                     if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
@@ -270,8 +272,9 @@ class SafeRoot:
             OSError: it is absent, or not a regular file (``EINVAL``).
         """
         with self.parent(rel) as (pfd, name):
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                         dir_fd=pfd)
+            fd = os.open(
+                name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=pfd
+            )
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 os.close(fd)
                 raise OSError(errno.EINVAL, "not a regular file", rel)
@@ -297,13 +300,15 @@ class SafeRoot:
         with self.parent(rel, create=True) as (pfd, name):
             tmp = f"{self.tmp_prefix}{secrets.token_hex(6)}"
             fd = os.open(
-                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o600, dir_fd=pfd,
+                tmp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+                dir_fd=pfd,
             )
             try:
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
                 os.fchmod(fd, mode & 0o7777)
                 os.close(fd)
                 fd = -1
@@ -387,11 +392,11 @@ def to_rel(root: str, path: str, *, base: str | None = None, follow: bool = True
     full = os.path.normpath(full)
     prefix = root.rstrip("/") + "/"
     if not follow and (full == root or full.startswith(prefix)):
-        return "" if full == root else full[len(prefix):]
+        return "" if full == root else full[len(prefix) :]
     head, tail = os.path.split(full)
     real = os.path.join(os.path.realpath(head), tail) if tail else os.path.realpath(head)
     if real == root:
         return ""
     if not real.startswith(prefix):
         raise PathError(f"path is outside the workspace root {root}: {path}", path=path)
-    return real[len(prefix):]
+    return real[len(prefix) :]

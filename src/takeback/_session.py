@@ -48,12 +48,25 @@ class Host(Protocol):
 
     def emit(self, event: dict[str, Any]) -> None: ...  # noqa: D102
 
-    def rel(self, path: str | os.PathLike[str], *, base: str | None = None,  # noqa: D102
-            follow: bool = True) -> str: ...
+    def rel(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        base: str | None = None,  # noqa: D102
+        follow: bool = True,
+    ) -> str: ...
 
-    def announce_restore(self, op: str, session: str, written: dict[str, str], *,  # noqa: D102
-                         pre: str | None, turns: list[int], left: int,
-                         conflicts: Sequence[str] = ()) -> None: ...
+    def announce_restore(
+        self,
+        op: str,
+        session: str,
+        written: dict[str, str],
+        *,  # noqa: D102
+        pre: str | None,
+        turns: list[int],
+        left: int,
+        conflicts: Sequence[str] = (),
+    ) -> None: ...
 
 
 class Session:
@@ -72,8 +85,12 @@ class Session:
         info = store.meta.session(self.name)
         if info is not None:
             return info
-        snap = ops.take(self.workspace.recording(create=True), kind="baseline",
-                        session=self.name, message="session start")
+        snap = ops.take(
+            self.workspace.recording(create=True),
+            kind="baseline",
+            session=self.name,
+            message="session start",
+        )
         with store.meta.tx():
             if store.meta.session(self.name) is None:
                 store.meta.add_session(SessionInfo(self.name, snap.id, time.time()))
@@ -93,8 +110,15 @@ class Session:
         try:
             self.start()
         except Exception as e:  # noqa: BLE001 - a failed snapshot never stops the agent
-            self.workspace.emit({"event": "snapshot.failed", "reason": _reason(e),
-                                 "session": self.name, "turn": None, "step": None})
+            self.workspace.emit(
+                {
+                    "event": "snapshot.failed",
+                    "reason": _reason(e),
+                    "session": self.name,
+                    "turn": None,
+                    "step": None,
+                }
+            )
             return False
         return True
 
@@ -143,20 +167,39 @@ class Session:
         ``undo``, ``changes`` and ``revert`` take it as they take an agent's reply.
         """
         current = self.current_turn()
-        step = Step(self, current.n if current else None, label=label,
-                    tool_call_ids=[tool_call_id] if tool_call_id else [], command=True)
+        step = Step(
+            self,
+            current.n if current else None,
+            label=label,
+            tool_call_ids=[tool_call_id] if tool_call_id else [],
+            command=True,
+        )
         step._own_turn = current is None
         return step
 
-    def _try_snapshot(self, kind: str, *, turn: int | None = None, step: int | None = None,
-                      message: str = "") -> SnapshotInfo | None:
+    def _try_snapshot(
+        self, kind: str, *, turn: int | None = None, step: int | None = None, message: str = ""
+    ) -> SnapshotInfo | None:
         ws = self.workspace
         try:
-            snap = ops.take(ws.recording(create=True), kind=kind,
-                            session=self.name, turn=turn, step=step, message=message)
+            snap = ops.take(
+                ws.recording(create=True),
+                kind=kind,
+                session=self.name,
+                turn=turn,
+                step=step,
+                message=message,
+            )
         except Exception as e:  # noqa: BLE001 - a failed snapshot never stops the agent
-            ws.emit({"event": "snapshot.failed", "reason": _reason(e), "session": self.name,
-                     "turn": turn, "step": step})
+            ws.emit(
+                {
+                    "event": "snapshot.failed",
+                    "reason": _reason(e),
+                    "session": self.name,
+                    "turn": turn,
+                    "step": step,
+                }
+            )
             return None
         return snap
 
@@ -176,16 +219,25 @@ class Session:
         info = self.workspace.open_store().meta.step(self.name, n)
         if info is None or info.after is not None or info.exit_code is not None:
             return None
-        step = Step(self, info.turn, label=info.label,
-                    tool_call_ids=[tool_call_id] if tool_call_id else [], command=True)
+        step = Step(
+            self,
+            info.turn,
+            label=info.label,
+            tool_call_ids=[tool_call_id] if tool_call_id else [],
+            command=True,
+        )
         step.n = n
         if info.before is not None:
             step.before = self.workspace.open_store().meta.snapshot(info.before)
         if info.turn is not None:
             # A command outside any turn opened its own, from the same snapshot.
             row = self.workspace.open_store().meta.turn_row(self.name, info.turn)
-            step._own_turn = (row is not None and row.state == "open" and row.before == info.before
-                              and info.before is not None)
+            step._own_turn = (
+                row is not None
+                and row.state == "open"
+                and row.before == info.before
+                and info.before is not None
+            )
         step._open = True
         return step
 
@@ -193,8 +245,9 @@ class Session:
         """Return the session's turns in order, each with its change list."""
         meta = self.workspace.open_store().meta
         return [
-            TurnInfo(self.name, r.n, r.label, r.before, r.state,
-                     tuple(meta.changes(self.name, r.n)))
+            TurnInfo(
+                self.name, r.n, r.label, r.before, r.state, tuple(meta.changes(self.name, r.n))
+            )
             for r in meta.turn_rows(self.name)
         ]
 
@@ -224,8 +277,14 @@ class Session:
 
     # -- taking back ---------------------------------------------------------------------
 
-    def undo(self, *, turn: int | None = None, file: str | os.PathLike[str] | None = None,
-             force: bool = False, end_open: bool = True) -> ops.TurnOpResult:
+    def undo(
+        self,
+        *,
+        turn: int | None = None,
+        file: str | os.PathLike[str] | None = None,
+        force: bool = False,
+        end_open: bool = True,
+    ) -> ops.TurnOpResult:
         """Take back the last turn (or ``turn``, or one ``file`` of it).
 
         A turn still open is ended first, and is then the last turn.
@@ -251,12 +310,12 @@ class Session:
         # A restore names the place as written: a folder on the way that is a link now
         # is for the engine to refuse, not a reason to look elsewhere.
         rel = ws.rel(file, follow=False) if file is not None else None
-        return self._take_back(lambda rec: ops.undo(rec, self.name, turn=turn,
-                                                      file=rel, force=force),
-                               end_open=end_open)
+        return self._take_back(
+            lambda rec: ops.undo(rec, self.name, turn=turn, file=rel, force=force),
+            end_open=end_open,
+        )
 
-    def undo_file(self, file: str | os.PathLike[str], *, force: bool = False
-                  ) -> ops.TurnOpResult:
+    def undo_file(self, file: str | os.PathLike[str], *, force: bool = False) -> ops.TurnOpResult:
         """Put one file back as it was before the session first changed it.
 
         The turns' change lists say when that was (where the session has no turns, its
@@ -281,8 +340,9 @@ class Session:
         rel = ws.rel(file, follow=False)
         if not rel:
             raise UsageError("undo_file takes a file, not the whole workspace")
-        return self._take_back(lambda rec: ops.undo_file(rec, self.name, rel,
-                                                           force=force), end_open=True)
+        return self._take_back(
+            lambda rec: ops.undo_file(rec, self.name, rel, force=force), end_open=True
+        )
 
     def redo(self, *, force: bool = False) -> ops.TurnOpResult:
         """Bring back what the last undo took back (undo after undo, redo walks forward).
@@ -290,8 +350,7 @@ class Session:
         Raises:
             ConflictError: a file changed since the undo; nothing was written.
         """
-        return self._take_back(lambda rec: ops.redo(rec, self.name,
-                                                      force=force), end_open=False)
+        return self._take_back(lambda rec: ops.redo(rec, self.name, force=force), end_open=False)
 
     def revert(self, *, to_turn: int, force: bool = False) -> ops.TurnOpResult:
         """Take back every turn after ``to_turn`` at once (0: every turn).
@@ -300,9 +359,9 @@ class Session:
             ConflictError: a file changed after the turn that last changed it.
             UsageError: ``to_turn`` is not 0 or a turn of the session.
         """
-        return self._take_back(lambda rec: ops.revert(rec, self.name,
-                                                        to_turn=to_turn, force=force),
-                               end_open=True)
+        return self._take_back(
+            lambda rec: ops.revert(rec, self.name, to_turn=to_turn, force=force), end_open=True
+        )
 
     def unrevert(self, *, force: bool = False) -> ops.TurnOpResult:
         """Put back what the last revert took back, as it was when the revert began.
@@ -310,11 +369,13 @@ class Session:
         Raises:
             ConflictError: a file changed since the revert.
         """
-        return self._take_back(lambda rec: ops.unrevert(rec, self.name,
-                                                          force=force), end_open=False)
+        return self._take_back(
+            lambda rec: ops.unrevert(rec, self.name, force=force), end_open=False
+        )
 
-    def _take_back(self, op: Callable[[ops.Recording], ops.TurnOpResult], *,
-                   end_open: bool) -> ops.TurnOpResult:
+    def _take_back(
+        self, op: Callable[[ops.Recording], ops.TurnOpResult], *, end_open: bool
+    ) -> ops.TurnOpResult:
         ws = self.workspace
         if end_open:
             # The one place an open turn ends before a take-back: its events go out.
@@ -323,10 +384,15 @@ class Session:
                 current.end()
         result = op(ws.recording())
         if not result.nothing:
-            ws.announce_restore(result.kind, self.name, {
-                p: result.actions.get(p.rstrip("/"), "M") for p in result.restored},
-                pre=result.pre, turns=result.turns, left=len(result.left),
-                conflicts=result.conflicts)
+            ws.announce_restore(
+                result.kind,
+                self.name,
+                {p: result.actions.get(p.rstrip("/"), "M") for p in result.restored},
+                pre=result.pre,
+                turns=result.turns,
+                left=len(result.left),
+                conflicts=result.conflicts,
+            )
         return result
 
 
@@ -345,8 +411,9 @@ class Turn:
     def __enter__(self) -> Turn:
         return self
 
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.end()
 
     def step(self, *, label: str = "", tool_call_ids: Sequence[str] = ()) -> Step:
@@ -354,16 +421,25 @@ class Turn:
 
         Use it as a context manager (or call ``begin()`` and ``finish()``).
         """
-        return Step(self.session, self.n, label=label, tool_call_ids=tool_call_ids,
-                    command=False)
+        return Step(self.session, self.n, label=label, tool_call_ids=tool_call_ids, command=False)
 
     def command(self, label: str, *, tool_call_id: str | None = None) -> Step:
         """Bracket a command with snapshots; the files it changes join this turn."""
-        return Step(self.session, self.n, label=label,
-                    tool_call_ids=[tool_call_id] if tool_call_id else [], command=True)
+        return Step(
+            self.session,
+            self.n,
+            label=label,
+            tool_call_ids=[tool_call_id] if tool_call_id else [],
+            command=True,
+        )
 
-    def touch(self, path: str | os.PathLike[str], text: str | None = None, *,
-              tool_call_id: str | None = None) -> bool:
+    def touch(
+        self,
+        path: str | os.PathLike[str],
+        text: str | None = None,
+        *,
+        tool_call_id: str | None = None,
+    ) -> bool:
         """Keep a file's state before a file tool writes it; return whether it was kept.
 
         The first touch of a path in a turn wins; later ones are ignored. ``text`` is the
@@ -384,18 +460,24 @@ class Turn:
         if rel and os.path.islink(full):
             real = os.path.realpath(full)
             if real.startswith(ws.root.rstrip("/") + "/") and not os.path.isdir(real):
-                target = real[len(ws.root.rstrip("/")) + 1:]
+                target = real[len(ws.root.rstrip("/")) + 1 :]
                 kept = self._touch_one(target, text, tool_call_id) or kept
         return kept
 
     def _touch_one(self, rel: str, text: str | None, tool_call_id: str | None) -> bool:
         ws = self.session.workspace
-        if not rel or not in_scope(ws.root, rel, exclude_env=ws.options.exclude_env,
-                                   exclude=(ws.store_path,)):
+        if not rel or not in_scope(
+            ws.root, rel, exclude_env=ws.options.exclude_env, exclude=(ws.store_path,)
+        ):
             return False
-        return ops.touch(ws.recording(create=True), self.session.name, self.n, rel,
-                         text=text if not os.path.islink(os.path.join(ws.root, rel)) else None,
-                         tool_call_id=tool_call_id)
+        return ops.touch(
+            ws.recording(create=True),
+            self.session.name,
+            self.n,
+            rel,
+            text=text if not os.path.islink(os.path.join(ws.root, rel)) else None,
+            tool_call_id=tool_call_id,
+        )
 
     def end(self) -> list[Change]:
         """Close the turn and return its change list (files back where they began drop)."""
@@ -417,14 +499,27 @@ class Turn:
         self._changes = ops.end_turn(ws.recording(), self.session.name, self.n)
         # file.changed is of files; the change list holds folders too.
         files = [c for c in self._changes if c.kind != "folder"]
-        for c in files[:ws.MAX_FILE_EVENTS]:
+        for c in files[: ws.MAX_FILE_EVENTS]:
             kind = {"created": "created", "deleted": "deleted"}.get(c.status, "updated")
-            ws.emit({"event": "file.changed", "path": c.path, "change": kind,
-                     "tool_call_id": touches[c.path].tool_call_id if c.path in touches else None,
-                     "session": self.session.name, "turn": self.n})
+            ws.emit(
+                {
+                    "event": "file.changed",
+                    "path": c.path,
+                    "change": kind,
+                    "tool_call_id": touches[c.path].tool_call_id if c.path in touches else None,
+                    "session": self.session.name,
+                    "turn": self.n,
+                }
+            )
         if len(files) > ws.MAX_FILE_EVENTS:
-            ws.emit({"event": "file.changed.more", "more": len(files) - ws.MAX_FILE_EVENTS,
-                     "session": self.session.name, "turn": self.n})
+            ws.emit(
+                {
+                    "event": "file.changed.more",
+                    "more": len(files) - ws.MAX_FILE_EVENTS,
+                    "session": self.session.name,
+                    "turn": self.n,
+                }
+            )
         return self._changes
 
     @property
@@ -449,8 +544,15 @@ class Step:
     ``turn`` is the turn it belongs to (None: none; 0: a detached turn).
     """
 
-    def __init__(self, session: Session, turn: int | None, *, label: str,
-                 tool_call_ids: Sequence[str], command: bool) -> None:
+    def __init__(
+        self,
+        session: Session,
+        turn: int | None,
+        *,
+        label: str,
+        tool_call_ids: Sequence[str],
+        command: bool,
+    ) -> None:
         self.session = session
         self.turn = turn
         self.label = label
@@ -481,10 +583,21 @@ class Step:
         store = ws.open_store()
         with store.meta.tx():
             self.n = store.meta.next_step(self.session.name)
-            store.meta.add_step(StepInfo(self.session.name, self.n, self.turn or None, None,
-                                         None, self.label, None, command=self.is_command))
-        self.before = self.session._try_snapshot("step", turn=self.turn or None, step=self.n,
-                                                 message=self.label)
+            store.meta.add_step(
+                StepInfo(
+                    self.session.name,
+                    self.n,
+                    self.turn or None,
+                    None,
+                    None,
+                    self.label,
+                    None,
+                    command=self.is_command,
+                )
+            )
+        self.before = self.session._try_snapshot(
+            "step", turn=self.turn or None, step=self.n, message=self.label
+        )
         if self.before is None:
             self._own_turn = False  # nothing to take back from: no turn either
             return self
@@ -492,15 +605,17 @@ class Step:
             # The step's snapshot is the turn's "before" too: one scan, not two.
             self.turn = ops.begin_turn(store, self.session.name, self.label, self.before.id)
         with store.meta.tx():
-            store.meta.set_step_start(self.session.name, self.n, before=self.before.id,
-                                      turn=self.turn or None)
+            store.meta.set_step_start(
+                self.session.name, self.n, before=self.before.id, turn=self.turn or None
+            )
         return self
 
     def __enter__(self) -> Step:
         return self.begin()
 
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.finish()
 
     def touch(self, path: str | os.PathLike[str], text: str | None = None) -> bool:
@@ -533,11 +648,13 @@ class Step:
         ws = self.session.workspace
         store = ws.open_store()
         if self.is_command:
-            self.after = self.session._try_snapshot("step-after", turn=self.turn or None,
-                                                    step=self.n, message=self.label)
+            self.after = self.session._try_snapshot(
+                "step-after", turn=self.turn or None, step=self.n, message=self.label
+            )
         with store.meta.tx():
-            store.meta.finish_step(self.session.name, self.n,
-                                   self.after.id if self.after else None, exit_code)
+            store.meta.finish_step(
+                self.session.name, self.n, self.after.id if self.after else None, exit_code
+            )
         if self.is_command and self.before and self.after:
             self._record_changes(store)
         if self._own_turn and self.turn:
@@ -552,28 +669,52 @@ class Step:
         in_turn = row is not None and row.state == "open"
         if in_turn:
             assert self.turn is not None
-            deltas = ops.join_command(ws.recording(), self.session.name, self.turn,
-                                      self.before.tree, self.after.tree, call,
-                                      before_at=self.before.created_at)
+            deltas = ops.join_command(
+                ws.recording(),
+                self.session.name,
+                self.turn,
+                self.before.tree,
+                self.after.tree,
+                call,
+                before_at=self.before.created_at,
+            )
         else:
             deltas = [
-                (p, a, b) for p, a, b in ops.diff_trees(store.objects.get_tree,
-                                                        self.before.tree, self.after.tree)
+                (p, a, b)
+                for p, a, b in ops.diff_trees(
+                    store.objects.get_tree, self.before.tree, self.after.tree
+                )
                 if not ((a is None or a.kind == DIR) and (b is None or b.kind == DIR))
             ]
         for path, old, new in deltas:
             if (old is None or old.kind == DIR) and (new is None or new.kind == DIR):
                 continue  # a folder made or removed: in the change list, not a file event
-            kind = "created" if old is None or old.kind == DIR else (
-                "deleted" if new is None or new.kind == DIR else "updated")
+            kind = (
+                "created"
+                if old is None or old.kind == DIR
+                else ("deleted" if new is None or new.kind == DIR else "updated")
+            )
             self.changed.append((path, kind))
             if not in_turn and len(self.changed) <= ws.MAX_FILE_EVENTS:
-                ws.emit({"event": "file.changed", "path": path, "change": kind,
-                         "tool_call_id": call, "session": self.session.name,
-                         "step": self.n})
+                ws.emit(
+                    {
+                        "event": "file.changed",
+                        "path": path,
+                        "change": kind,
+                        "tool_call_id": call,
+                        "session": self.session.name,
+                        "step": self.n,
+                    }
+                )
         if not in_turn and len(self.changed) > ws.MAX_FILE_EVENTS:
-            ws.emit({"event": "file.changed.more", "more": len(self.changed) - ws.MAX_FILE_EVENTS,
-                     "session": self.session.name, "step": self.n})
+            ws.emit(
+                {
+                    "event": "file.changed.more",
+                    "more": len(self.changed) - ws.MAX_FILE_EVENTS,
+                    "session": self.session.name,
+                    "step": self.n,
+                }
+            )
 
 
 def _reason(e: BaseException) -> str:

@@ -36,8 +36,11 @@ class TakebackError(Exception):
 
     def to_json(self) -> dict[str, Any]:
         """Return the machine form of the error (``--json`` and MCP tool errors)."""
-        doc: dict[str, Any] = {"error": type(self).__name__, "message": self.message,
-                               "exit_code": self.exit_code}
+        doc: dict[str, Any] = {
+            "error": type(self).__name__,
+            "message": self.message,
+            "exit_code": self.exit_code,
+        }
         for name in ("conflicts", "restored", "failed", "undo_id", "left"):
             if hasattr(self, name):
                 doc[name] = getattr(self, name)

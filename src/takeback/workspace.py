@@ -49,12 +49,16 @@ class RewindResult:
         """
         plan = self.plan
         return {
-            "target": self.target.id, "dry_run": self.dry_run, "note": self.note,
-            "plan": [i.to_json() for i in plan.items], "counts": plan.counts(),
-            "pre_rewind": self.pre, "restored": self.restored,
-            "not_restored": list(plan.not_restorable) if self.dry_run
-            else list(self.not_restored),
-            "kept_dirs": self.kept_dirs, "left": plan.left if self.dry_run else self.left,
+            "target": self.target.id,
+            "dry_run": self.dry_run,
+            "note": self.note,
+            "plan": [i.to_json() for i in plan.items],
+            "counts": plan.counts(),
+            "pre_rewind": self.pre,
+            "restored": self.restored,
+            "not_restored": list(plan.not_restorable) if self.dry_run else list(self.not_restored),
+            "kept_dirs": self.kept_dirs,
+            "left": plan.left if self.dry_run else self.left,
         }
 
 
@@ -65,8 +69,12 @@ def default_data_dir() -> str:
     return str(platformdirs.user_data_dir("takeback", appauthor=False))
 
 
-def find_root(start: str | os.PathLike[str], *, store: str | os.PathLike[str] | None = None,
-              data_dir: str | None = None) -> str:
+def find_root(
+    start: str | os.PathLike[str],
+    *,
+    store: str | os.PathLike[str] | None = None,
+    data_dir: str | None = None,
+) -> str:
     """Return the recorded workspace that ``start`` lies in, as git finds its top folder.
 
     With ``store`` given, its root when ``start`` is inside it; otherwise the nearest folder
@@ -108,9 +116,15 @@ class Workspace:
         ScanError: the root is not a folder.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, store: str | os.PathLike[str] | None = None,
-                 data_dir: str | None = None, max_file_bytes: int = ops.DEFAULT_MAX_FILE_BYTES,
-                 exclude_env: bool = True) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        store: str | os.PathLike[str] | None = None,
+        data_dir: str | None = None,
+        max_file_bytes: int = ops.DEFAULT_MAX_FILE_BYTES,
+        exclude_env: bool = True,
+    ) -> None:
         real = os.path.realpath(os.fspath(root))
         if not os.path.isdir(real):
             raise ScanError(f"not a folder: {os.fspath(root)}", path=os.fspath(root))
@@ -181,8 +195,9 @@ class Workspace:
             except Exception:  # noqa: BLE001 - a listener's bug must not stop recording
                 pass
 
-    def rel(self, path: str | os.PathLike[str], *, base: str | None = None,
-            follow: bool = True) -> str:
+    def rel(
+        self, path: str | os.PathLike[str], *, base: str | None = None, follow: bool = True
+    ) -> str:
         """Return a path relative to the root ('/'-separated).
 
         Args:
@@ -208,9 +223,14 @@ class Workspace:
 
     # -- recording ---------------------------------------------------------------------
 
-    def snapshot(self, message: str = "", *, session: str | None = None,
-                 kind: str = "manual",
-                 on_progress: Callable[[int], None] | None = None) -> SnapshotInfo:
+    def snapshot(
+        self,
+        message: str = "",
+        *,
+        session: str | None = None,
+        kind: str = "manual",
+        on_progress: Callable[[int], None] | None = None,
+    ) -> SnapshotInfo:
         """Take a snapshot now (the session, if named, is started first).
 
         Args:
@@ -225,8 +245,13 @@ class Workspace:
         """
         if session is not None:
             self.session(session).start()
-        info = ops.take(self.recording(create=True), kind=kind, session=session,
-                        message=message, on_progress=on_progress)
+        info = ops.take(
+            self.recording(create=True),
+            kind=kind,
+            session=session,
+            message=message,
+            on_progress=on_progress,
+        )
         return info
 
     def session(self, name: str | None = None) -> Session:
@@ -291,10 +316,16 @@ class Workspace:
             raise UsageError("no snapshot yet: take one first")
         return list(ops.diff(store, latest.tree, self._now_tree(), patch=False).files)
 
-    def diff(self, from_ref: str | None = None, to_ref: str | None = None, *,
-             paths: Sequence[str | os.PathLike[str]] | None = None,
-             session: str | None = None,
-             patch: bool = True, binary: bool = False) -> DiffResult:
+    def diff(
+        self,
+        from_ref: str | None = None,
+        to_ref: str | None = None,
+        *,
+        paths: Sequence[str | os.PathLike[str]] | None = None,
+        session: str | None = None,
+        patch: bool = True,
+        binary: bool = False,
+    ) -> DiffResult:
         """Compare two states: FROM defaults to the latest snapshot, TO to the files now.
 
         Args:
@@ -323,8 +354,7 @@ class Workspace:
         rels = [self.rel(p, follow=False) for p in paths] if paths is not None else None
         return ops.diff(store, old, new, paths=rels, patch=patch, binary=binary)
 
-    def show(self, ref: str, path: str | os.PathLike[str], *,
-             session: str | None = None) -> bytes:
+    def show(self, ref: str, path: str | os.PathLike[str], *, session: str | None = None) -> bytes:
         """Return the bytes of a file (or a link's target) as it was at ``ref``.
 
         Raises:
@@ -344,9 +374,15 @@ class Workspace:
 
     # -- taking back -------------------------------------------------------------------
 
-    def rewind(self, to: str, *, paths: Sequence[str | os.PathLike[str]] | None = None,
-               dry_run: bool = False, session: str | None = None,
-               on_progress: Callable[[int, int], None] | None = None) -> RewindResult:
+    def rewind(
+        self,
+        to: str,
+        *,
+        paths: Sequence[str | os.PathLike[str]] | None = None,
+        dry_run: bool = False,
+        session: str | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> RewindResult:
         """Put the workspace (or just ``paths``) back as it was at ``to``.
 
         A dry run plans against the files now and writes nothing (not even a snapshot).
@@ -362,20 +398,48 @@ class Workspace:
         resolved = self.resolve(to, session=session)
         target = resolved.snapshot
         rels = [self.rel(p, follow=False) for p in paths] if paths is not None else None
-        done = ops.rewind(self.recording(), target, paths=rels, dry_run=dry_run,
-                          session=session, on_progress=on_progress)
-        result = RewindResult(done.plan, target, resolved.note, dry_run, done.pre,
-                              done.restored, done.not_restored, done.kept_dirs, done.left)
+        done = ops.rewind(
+            self.recording(),
+            target,
+            paths=rels,
+            dry_run=dry_run,
+            session=session,
+            on_progress=on_progress,
+        )
+        result = RewindResult(
+            done.plan,
+            target,
+            resolved.note,
+            dry_run,
+            done.pre,
+            done.restored,
+            done.not_restored,
+            done.kept_dirs,
+            done.left,
+        )
         if not dry_run:
             actions = {i.path: i.action for i in done.plan.items}
-            self.announce_restore("rewind", session, {p: actions.get(p, "M")
-                                                      for p in done.restored},
-                                  pre=done.pre, turns=[], left=len(done.left))
+            self.announce_restore(
+                "rewind",
+                session,
+                {p: actions.get(p, "M") for p in done.restored},
+                pre=done.pre,
+                turns=[],
+                left=len(done.left),
+            )
         return result
 
-    def announce_restore(self, op: str, session: str, written: dict[str, str], *,
-                         pre: str | None, turns: list[int], left: int,
-                         conflicts: Sequence[str] = ()) -> None:
+    def announce_restore(
+        self,
+        op: str,
+        session: str,
+        written: dict[str, str],
+        *,
+        pre: str | None,
+        turns: list[int],
+        left: int,
+        conflicts: Sequence[str] = (),
+    ) -> None:
         """Send ``file.changed`` for each file a take-back wrote, then ``restore.done``.
 
         Args:
@@ -390,17 +454,48 @@ class Workspace:
         """
         files = [p for p in sorted(written) if not p.endswith("/")]
         word = {"A": "deleted", "D": "created"}
-        for p in files[:self.MAX_FILE_EVENTS]:
-            self.emit({"event": "file.changed", "path": p,
-                       "change": word.get(written[p], "updated"), "tool_call_id": None,
-                       "session": session, "op": op})
+        for p in files[: self.MAX_FILE_EVENTS]:
+            self.emit(
+                {
+                    "event": "file.changed",
+                    "path": p,
+                    "change": word.get(written[p], "updated"),
+                    "tool_call_id": None,
+                    "session": session,
+                    "op": op,
+                }
+            )
         if len(files) > self.MAX_FILE_EVENTS:
-            self.emit({"event": "file.changed.more", "more": len(files) - self.MAX_FILE_EVENTS,
-                       "session": session, "op": op})
-        self.emit({"event": "restore.done", "op": op, "session": session, "turns": turns,
-                   "pre": pre, "restored": len(written), "left": left,
-                   "conflicts": list(conflicts)})
+            self.emit(
+                {
+                    "event": "file.changed.more",
+                    "more": len(files) - self.MAX_FILE_EVENTS,
+                    "session": session,
+                    "op": op,
+                }
+            )
+        self.emit(
+            {
+                "event": "restore.done",
+                "op": op,
+                "session": session,
+                "turns": turns,
+                "pre": pre,
+                "restored": len(written),
+                "left": left,
+                "conflicts": list(conflicts),
+            }
+        )
 
 
-__all__ = ["DEFAULT_SESSION", "Event", "RewindResult", "Session", "Step", "TakebackError",
-           "Turn", "Workspace", "find_root"]
+__all__ = [
+    "DEFAULT_SESSION",
+    "Event",
+    "RewindResult",
+    "Session",
+    "Step",
+    "TakebackError",
+    "Turn",
+    "Workspace",
+    "find_root",
+]

@@ -69,14 +69,25 @@ def common_options() -> _Parser:
     """Return the options every command takes, before or after its name."""
     p = _Parser(add_help=False)
     p.add_argument("--root", default=argparse.SUPPRESS, help="the workspace (default: .)")
-    p.add_argument("--store", default=argparse.SUPPRESS,
-                   help="the store folder (default: $TAKEBACK_STORE or the user data folder)")
-    p.add_argument("--session", default=argparse.SUPPRESS,
-                   help="the session (default: $TAKEBACK_SESSION or 'default')")
-    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                   help="print one JSON document")
-    p.add_argument("--max-file-bytes", type=number, default=argparse.SUPPRESS,
-                   help="files larger than this are not kept (default 16 MiB)")
+    p.add_argument(
+        "--store",
+        default=argparse.SUPPRESS,
+        help="the store folder (default: $TAKEBACK_STORE or the user data folder)",
+    )
+    p.add_argument(
+        "--session",
+        default=argparse.SUPPRESS,
+        help="the session (default: $TAKEBACK_SESSION or 'default')",
+    )
+    p.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document"
+    )
+    p.add_argument(
+        "--max-file-bytes",
+        type=number,
+        default=argparse.SUPPRESS,
+        help="files larger than this are not kept (default 16 MiB)",
+    )
     return p
 
 
@@ -102,8 +113,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     registry = {**COMMANDS, **integrations_cmd.COMMANDS}
     common = common_options()
-    parser = _Parser(prog="takeback", parents=[common],
-                     description="Record what an agent does to a folder and take it back.")
+    parser = _Parser(
+        prog="takeback",
+        parents=[common],
+        description="Record what an agent does to a folder and take it back.",
+    )
     parser.add_argument("-V", "--version", action="store_true", help="print the version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     names = [only] if only in registry else list(registry)
@@ -125,8 +139,9 @@ class Ctx:
         self.cwd = os.getcwd()
         given_root = getattr(args, "root", None)
         self.store: str | None = getattr(args, "store", None) or os.environ.get("TAKEBACK_STORE")
-        self._session: str | None = (getattr(args, "session", None)
-                                     or os.environ.get("TAKEBACK_SESSION"))
+        self._session: str | None = getattr(args, "session", None) or os.environ.get(
+            "TAKEBACK_SESSION"
+        )
         self.max_file_bytes: int | None = getattr(args, "max_file_bytes", None)
         if given_root:
             self.root: str = given_root
@@ -195,8 +210,10 @@ def _warn_interrupted(ctx: Ctx) -> None:
     op = str(journal.get("op", "restore"))
     article = "an" if op[:1] in "aeiou" else "a"
     if finish and back:
-        ctx.warn(f"{article} {op} was interrupted: finish it with `{finish}` "
-                 f"or take it back with `{back}`")
+        ctx.warn(
+            f"{article} {op} was interrupted: finish it with `{finish}` "
+            f"or take it back with `{back}`"
+        )
     elif back:
         ctx.warn(f"{article} {op} was interrupted: take it back with `{back}`")
 
@@ -222,8 +239,11 @@ def recovery_commands(root: str, journal: dict[str, Any]) -> tuple[str | None, s
     where: list[str] = ["--session", str(session)] if session else []
     pre, op = journal.get("pre"), journal.get("op")
     planned = [p for p in journal.get("planned") or () if isinstance(p, str)]
-    back_paths = journal.get("paths") if op == "rewind" else (
-        planned if len(planned) <= _MAX_NAMED else None)
+    back_paths = (
+        journal.get("paths")
+        if op == "rewind"
+        else (planned if len(planned) <= _MAX_NAMED else None)
+    )
     # Ids name snapshots whatever the session: only the turn commands need it.
     back = cmd("rewind", "--to", str(pre)[:10], paths=back_paths) if pre else None
     finish: str | None = None
@@ -231,8 +251,7 @@ def recovery_commands(root: str, journal: dict[str, Any]) -> tuple[str | None, s
     data: dict[str, Any] = raw if isinstance(raw, dict) else {}
     turns = journal.get("turns") or []
     if op == "rewind" and journal.get("target"):
-        finish = cmd("rewind", "--to", str(journal["target"])[:10],
-                     paths=journal.get("paths"))
+        finish = cmd("rewind", "--to", str(journal["target"])[:10], paths=journal.get("paths"))
     elif op == "undo" and turns:
         extra = ["--file", os.path.join(root, str(journal["file"]))] if journal.get("file") else []
         finish = cmd(*where, "undo", "--turn", turns[0], *extra)
@@ -250,14 +269,13 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     tail: list[str] | None = None
     if "--" in argv:
         i = argv.index("--")
-        argv, tail = argv[:i], argv[i + 1:]
+        argv, tail = argv[:i], argv[i + 1 :]
     try:
         args = parser.parse_args(argv)
         if tail is not None:
             kind = getattr(args, "_after_dashdash", None)
             if kind is None:
-                raise ArgError(
-                    f"takeback: error: unexpected arguments after --: {' '.join(tail)}")
+                raise ArgError(f"takeback: error: unexpected arguments after --: {' '.join(tail)}")
             setattr(args, kind, list(getattr(args, kind, None) or []) + tail)
     except ArgError as e:
         print(e, file=sys.stderr)
@@ -287,8 +305,9 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         raise  # stdout's reader went away: cli.main ends quietly, as git does
     except OSError as e:
         # A disk that is full or a folder that vanished: one line, not a traceback.
-        print(f"takeback: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "),
-              file=sys.stderr)
+        print(
+            f"takeback: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr
+        )
         return 1
     finally:
         ctx.close()
@@ -306,7 +325,7 @@ def _conflict_lines(e: ConflictError) -> list[str]:
     for path in e.conflicts:
         if not rest.startswith(path):
             return e.message.splitlines()
-        tail, _nl, rest = rest[len(path):].partition("\n")
+        tail, _nl, rest = rest[len(path) :].partition("\n")
         lines.append(quote_path(path) + tail)
     return lines + rest.splitlines()
 
@@ -325,8 +344,7 @@ def _report(ctx: Ctx, e: TakebackError) -> int:
         for p, why in sorted(e.left.items()):
             print(f"  left as is: {quote_path(p)} ({why})", file=sys.stderr)
         if e.undo_id:
-            print(f"  put it all back with: takeback rewind --to {e.undo_id[:10]}",
-                  file=sys.stderr)
+            print(f"  put it all back with: takeback rewind --to {e.undo_id[:10]}", file=sys.stderr)
     elif isinstance(e, ConflictError):
         lines = _conflict_lines(e)
         if len(lines) == len(e.conflicts) + 1:

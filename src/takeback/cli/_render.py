@@ -33,7 +33,7 @@ def write_bytes(data: bytes) -> None:
     out = sys.stdout.buffer
     view = memoryview(data)
     while view:
-        view = view[out.write(view):]
+        view = view[out.write(view) :]
     out.flush()
 
 

@@ -11,7 +11,6 @@ if TYPE_CHECKING:
     from ._app import Ctx
 
 
-
 def report(ctx: Ctx, result: TurnOpResult) -> int:
     """Print the result of a turn operation and return 0.
 

@@ -18,8 +18,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
     p.add_argument("refs", nargs="*", metavar="REF", help="FROM (default: latest) and TO")
     p.set_defaults(paths=[])
-    p.add_argument("--binary", action="store_true",
-                   help="write binary files as git binary patches, so git apply takes them too")
+    p.add_argument(
+        "--binary",
+        action="store_true",
+        help="write binary files as git binary patches, so git apply takes them too",
+    )
     g = p.add_mutually_exclusive_group()
     g.add_argument("--stat", action="store_true", help="counts per file")
     g.add_argument("--name-status", action="store_true", help="A/M/D and the path")
@@ -28,13 +31,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ctx: Ctx) -> int:
     """Print the diff."""
     from ..errors import UsageError
+
     refs, paths = ctx.args.refs, ctx.args.paths
     if len(refs) > 2:
         raise UsageError("diff takes at most two refs (FROM and TO)")
     want_patch = not (ctx.args.stat or ctx.args.name_status)
-    result = ctx.workspace().diff(refs[0] if refs else None, refs[1] if len(refs) > 1 else None,
-                                  paths=ctx.rel_paths(paths), session=ctx.session,
-                                  patch=want_patch or ctx.json, binary=ctx.args.binary)
+    result = ctx.workspace().diff(
+        refs[0] if refs else None,
+        refs[1] if len(refs) > 1 else None,
+        paths=ctx.rel_paths(paths),
+        session=ctx.session,
+        patch=want_patch or ctx.json,
+        binary=ctx.args.binary,
+    )
     if ctx.json:
         ctx.emit_json(result.to_json())
         return 0

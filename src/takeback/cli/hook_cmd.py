@@ -140,9 +140,13 @@ def run(ctx: Ctx) -> int:
     from ..integrations._claude_hook import Deadline, HookCall
     from ..integrations._claude_hook import run as run_hook
 
-    call = HookCall(agent=ctx.args.agent, root=getattr(ctx.args, "root", None),
-                    store=ctx.store, session=getattr(ctx.args, "session", None),
-                    max_file_bytes=ctx.max_file_bytes)
+    call = HookCall(
+        agent=ctx.args.agent,
+        root=getattr(ctx.args, "root", None),
+        store=ctx.store,
+        session=getattr(ctx.args, "session", None),
+        max_file_bytes=ctx.max_file_bytes,
+    )
     deadline = Deadline.from_env(os.environ, call)
     try:
         deadline.start()

@@ -23,15 +23,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["install", "uninstall"])
     p.add_argument("agent", choices=["claude-code"])
     scope = p.add_mutually_exclusive_group()
-    scope.add_argument("--project", dest="scope", action="store_const", const="project",
-                       help="the project's .claude/settings.json (the default)")
-    scope.add_argument("--local", dest="scope", action="store_const", const="local",
-                       help="the project's .claude/settings.local.json (not committed)")
-    scope.add_argument("--user", dest="scope", action="store_const", const="user",
-                       help="your ~/.claude/settings.json (every project)")
-    p.add_argument("--command", default=None, metavar="CMD",
-                   help="the command the hooks run (default: 'takeback hook claude-code' "
-                        "when takeback is on PATH, else this Python with -m takeback)")
+    scope.add_argument(
+        "--project",
+        dest="scope",
+        action="store_const",
+        const="project",
+        help="the project's .claude/settings.json (the default)",
+    )
+    scope.add_argument(
+        "--local",
+        dest="scope",
+        action="store_const",
+        const="local",
+        help="the project's .claude/settings.local.json (not committed)",
+    )
+    scope.add_argument(
+        "--user",
+        dest="scope",
+        action="store_const",
+        const="user",
+        help="your ~/.claude/settings.json (every project)",
+    )
+    p.add_argument(
+        "--command",
+        default=None,
+        metavar="CMD",
+        help="the command the hooks run (default: 'takeback hook claude-code' "
+        "when takeback is on PATH, else this Python with -m takeback)",
+    )
 
 
 def run(ctx: Ctx) -> int:
@@ -55,13 +74,16 @@ def run(ctx: Ctx) -> int:
             raise UsageError("--command is for install only")
         change = cc.uninstall(path)
     if ctx.json:
-        ctx.emit_json({"action": ctx.args.action, "agent": ctx.args.agent, "scope": scope,
-                       **change.to_json()})
+        ctx.emit_json(
+            {"action": ctx.args.action, "agent": ctx.args.agent, "scope": scope, **change.to_json()}
+        )
         return 0
     if not change.changed:
-        ctx.out(f"{path}: takeback's hooks are already in place; nothing changed."
-                if ctx.args.action == "install" else
-                f"{path}: no takeback hooks found; nothing changed.")
+        ctx.out(
+            f"{path}: takeback's hooks are already in place; nothing changed."
+            if ctx.args.action == "install"
+            else f"{path}: no takeback hooks found; nothing changed."
+        )
         return 0
     ctx.out(f"{'Created' if change.created else 'Updated'} {path}:")
     for line in change.removed:
@@ -70,8 +92,11 @@ def run(ctx: Ctx) -> int:
         ctx.out(f"  + {line}")
     if ctx.args.action == "install":
         if not command.startswith("takeback "):
-            ctx.out("note: takeback is not on PATH, so the hooks run this Python "
-                    "directly; use --command to choose another.")
-        ctx.out("Claude Code reads hooks when a session starts: restart it, or review them "
-                "with /hooks.")
+            ctx.out(
+                "note: takeback is not on PATH, so the hooks run this Python "
+                "directly; use --command to choose another."
+            )
+        ctx.out(
+            "Claude Code reads hooks when a session starts: restart it, or review them with /hooks."
+        )
     return 0

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._app import Ctx
 
-HELP = ("serve the Model Context Protocol over stdio: checkpoint, history, changes, diff, "
-        "undo_file, undo_turn, redo, rewind")
+HELP = (
+    "serve the Model Context Protocol over stdio: checkpoint, history, changes, diff, "
+    "undo_file, undo_turn, redo, rewind"
+)
 CHECKS_JOURNAL = False
 
 
@@ -28,6 +30,9 @@ def run(ctx: Ctx) -> int:
     from ..integrations._mcp_server import ServerConfig, serve
 
     session = getattr(ctx.args, "session", None) or os.environ.get("TAKEBACK_SESSION") or None
-    serve(ServerConfig(root=ctx.root, store=ctx.store, session=session,
-                       max_file_bytes=ctx.max_file_bytes))
+    serve(
+        ServerConfig(
+            root=ctx.root, store=ctx.store, session=session, max_file_bytes=ctx.max_file_bytes
+        )
+    )
     return 0

@@ -16,8 +16,12 @@ AFTER_DASHDASH = "paths"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("--to", required=True, metavar="REF",
-                   help="a snapshot id prefix, start, a step number N, or turn:N")
+    p.add_argument(
+        "--to",
+        required=True,
+        metavar="REF",
+        help="a snapshot id prefix, start, a step number N, or turn:N",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     p.add_argument("paths", nargs="*", metavar="PATH", help="only these paths (after --)")
 
@@ -34,8 +38,13 @@ def run(ctx: Ctx) -> int:
     ws = ctx.workspace()
     paths = ctx.rel_paths(ctx.args.paths)
     with progress("Restoring", not ctx.json) as on_progress:
-        result = ws.rewind(ctx.args.to, paths=paths, dry_run=ctx.args.dry_run,
-                           session=ctx.session, on_progress=on_progress)
+        result = ws.rewind(
+            ctx.args.to,
+            paths=paths,
+            dry_run=ctx.args.dry_run,
+            session=ctx.session,
+            on_progress=on_progress,
+        )
     plan = result.plan
     counts = plan.counts()
     if ctx.json:
@@ -46,8 +55,10 @@ def run(ctx: Ctx) -> int:
     for item in plan.items:
         ctx.out(f"{item.action} {_path(item, for_people=True)}")
     total = len(plan.items)
-    ctx.out(f"{total} path{'s' if total != 1 else ''}: {counts['M']} modified, "
-            f"{counts['A']} to remove, {counts['D']} to recreate")
+    ctx.out(
+        f"{total} path{'s' if total != 1 else ''}: {counts['M']} modified, "
+        f"{counts['A']} to remove, {counts['D']} to recreate"
+    )
     if result.dry_run:
         for p in plan.not_restorable:
             ctx.out(f"not restored (never kept): {quote_path(p)}")
@@ -55,8 +66,10 @@ def run(ctx: Ctx) -> int:
             ctx.out(f"left as is: {quote_path(p)} ({why})")
         ctx.out("dry run: nothing was written")
         return 0
-    ctx.out(f"pre-rewind snapshot: {sid(result.pre)} "
-            f"(undo this rewind with: takeback rewind --to {sid(result.pre)})")
+    ctx.out(
+        f"pre-rewind snapshot: {sid(result.pre)} "
+        f"(undo this rewind with: takeback rewind --to {sid(result.pre)})"
+    )
     for p in result.not_restored:
         ctx.out(f"not restored (never kept): {quote_path(p)}")
     for p, why in sorted(result.left.items()):

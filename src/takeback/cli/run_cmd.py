@@ -58,8 +58,14 @@ def run(ctx: Ctx) -> int:
     finally:
         step.finish(exit_code=code)
     if ctx.json:
-        ctx.emit_json({"step": step.n, "turn": step.turn, "exit_code": code,
-                       "before": step.before.id if step.before else None,
-                       "after": step.after.id if step.after else None,
-                       "changes": [{"path": p, "change": c} for p, c in step.changed]})
+        ctx.emit_json(
+            {
+                "step": step.n,
+                "turn": step.turn,
+                "exit_code": code,
+                "before": step.before.id if step.before else None,
+                "after": step.after.id if step.after else None,
+                "changes": [{"path": p, "change": c} for p, c in step.changed],
+            }
+        )
     return code

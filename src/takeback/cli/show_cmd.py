@@ -21,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ctx: Ctx) -> int:
     """Write the bytes to stdout."""
     from ..errors import UsageError
+
     ref, sep, path = ctx.args.spec.partition(":")
     if ref == "turn" and sep:
         num, sep, path = path.partition(":")
@@ -31,9 +32,15 @@ def run(ctx: Ctx) -> int:
     rel = path if not path.startswith("/") else ws.rel(path)
     data = ws.show(ref, rel, session=ctx.session)
     if ctx.json:
-        ctx.emit_json({"path": rel, "size": len(data),
-                       "content": data.decode("utf-8", "surrogateescape")
-                       .encode("utf-8", "replace").decode("utf-8")})
+        ctx.emit_json(
+            {
+                "path": rel,
+                "size": len(data),
+                "content": data.decode("utf-8", "surrogateescape")
+                .encode("utf-8", "replace")
+                .decode("utf-8"),
+            }
+        )
         return 0
     write_bytes(data)
     return 0

@@ -30,11 +30,15 @@ def run(ctx: Ctx) -> int:
     if info.skipped_count:
         names = ", ".join(quote_path(p) for p in info.skipped)
         more = info.skipped_count - len(info.skipped)
-        ctx.warn(f"{info.skipped_count} file(s) over the size limit not kept: {names}"
-                 + (f" and {more} more" if more > 0 else ""))
+        ctx.warn(
+            f"{info.skipped_count} file(s) over the size limit not kept: {names}"
+            + (f" and {more} more" if more > 0 else "")
+        )
     if info.unreadable_count:
         names = ", ".join(f"{p} ({why})" for p, why in info.unreadable)
         more = info.unreadable_count - len(info.unreadable)
-        ctx.warn(f"{info.unreadable_count} path(s) unreadable, not kept: {names}"
-                 + (f" and {more} more" if more > 0 else ""))
+        ctx.warn(
+            f"{info.unreadable_count} path(s) unreadable, not kept: {names}"
+            + (f" and {more} more" if more > 0 else "")
+        )
     return 0

@@ -33,8 +33,13 @@ def _settle(text: str) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
     p.add_argument("-m", "--message", default=None, help="a label for the run (its turn)")
-    p.add_argument("--settle", type=_settle, default=1000, metavar="MS",
-                   help="how long files must stay quiet to end a step (default 1000)")
+    p.add_argument(
+        "--settle",
+        type=_settle,
+        default=1000,
+        metavar="MS",
+        help="how long files must stay quiet to end a step (default 1000)",
+    )
     p.add_argument("cmd", nargs="*", metavar="-- CMD [ARG…]")
 
 
@@ -49,15 +54,25 @@ def run(ctx: Ctx) -> int:
     ws = ctx.workspace()
     label = ctx.args.message or shlex.join(cmd)
     sys.stdout.flush()
-    result = run_watched(ws, cmd, cwd=ctx.cwd, session=ctx.session, label=label,
-                         settle_ms=ctx.args.settle, warn=ctx.warn)
+    result = run_watched(
+        ws,
+        cmd,
+        cwd=ctx.cwd,
+        session=ctx.session,
+        label=label,
+        settle_ms=ctx.args.settle,
+        warn=ctx.warn,
+    )
     if ctx.json:
         ctx.emit_json(result.to_json())
         return result.exit_code
     first, last = result.steps[0].n, result.steps[-1].n
     n = len(result.changes)
-    print(f"takeback: recorded turn {result.turn} of session {result.session!r}: "
-          f"steps {first}-{last}, {n} file{'s' if n != 1 else ''} changed "
-          f"(rewind to a step with: takeback rewind --to N; take it all back with: "
-          f"takeback undo)", file=sys.stderr)
+    print(
+        f"takeback: recorded turn {result.turn} of session {result.session!r}: "
+        f"steps {first}-{last}, {n} file{'s' if n != 1 else ''} changed "
+        f"(rewind to a step with: takeback rewind --to N; take it all back with: "
+        f"takeback undo)",
+        file=sys.stderr,
+    )
     return result.exit_code

@@ -69,12 +69,19 @@ class Payload:
     A plain class, not a dataclass: the hook's start-up is kept free of ``dataclasses``.
     """
 
-    __slots__ = ("cwd", "event", "prompt", "session_id", "tool_input", "tool_name",
-                 "tool_use_id")
+    __slots__ = ("cwd", "event", "prompt", "session_id", "tool_input", "tool_name", "tool_use_id")
 
-    def __init__(self, *, event: str, session_id: str, cwd: str | None = None,
-                 tool_name: str | None = None, tool_input: dict[str, Any] | None = None,
-                 tool_use_id: str | None = None, prompt: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        event: str,
+        session_id: str,
+        cwd: str | None = None,
+        tool_name: str | None = None,
+        tool_input: dict[str, Any] | None = None,
+        tool_use_id: str | None = None,
+        prompt: str | None = None,
+    ) -> None:
         self.event = event
         self.session_id = session_id
         self.cwd = cwd
@@ -208,8 +215,9 @@ def _open_turn(session: Session) -> Turn:
 def _resume_step(session: Session, record: dict[str, Any]) -> Step | None:
     """Return the open command step a record names, as an object that can finish it."""
     tool_use_id = record.get("tool_use_id")
-    return session.resume_step(int(record["step"]),
-                               tool_call_id=tool_use_id if isinstance(tool_use_id, str) else None)
+    return session.resume_step(
+        int(record["step"]), tool_call_id=tool_use_id if isinstance(tool_use_id, str) else None
+    )
 
 
 def _finish_pending(session: Session, pending: _Pending) -> list[int]:
@@ -255,10 +263,15 @@ def handle(payload: Payload, ws: Workspace, *, session: str | None = None) -> st
         step = turn.command(label, tool_call_id=payload.tool_use_id).begin()
         if step.n == 0:
             return "the session could not be started: the command runs unrecorded"
-        _Pending(ws.store_path, name).put(payload.tool_use_id, {
-            "step": step.n, "turn": turn.n, "tool_use_id": payload.tool_use_id,
-            "at": time.time(),
-        })
+        _Pending(ws.store_path, name).put(
+            payload.tool_use_id,
+            {
+                "step": step.n,
+                "turn": turn.n,
+                "tool_use_id": payload.tool_use_id,
+                "at": time.time(),
+            },
+        )
         return f"turn {turn.n}: step {step.n} begun"
     if event in ("PostToolUse", "PostToolUseFailure") and tool in COMMAND_TOOLS:
         record = _Pending(ws.store_path, name).claim(payload.tool_use_id)
@@ -284,7 +297,8 @@ def handle(payload: Payload, ws: Workspace, *, session: str | None = None) -> st
             return "no open turn"
         changes = current.end()
         return f"turn {current.n} ended: {len(changes)} file(s) changed" + (
-            f" (finished steps {finished})" if finished else "")
+            f" (finished steps {finished})" if finished else ""
+        )
     return "ignored"
 
 
@@ -307,8 +321,9 @@ class Deadline:
         problem: a line to log about the bound itself (a value that is not a number).
     """
 
-    def __init__(self, seconds: float, call: HookCall, env: Mapping[str, str], *,
-                 problem: str | None = None) -> None:
+    def __init__(
+        self, seconds: float, call: HookCall, env: Mapping[str, str], *, problem: str | None = None
+    ) -> None:
         self.seconds = seconds
         self.problem = problem
         self.payload: Payload | None = None
@@ -330,9 +345,14 @@ class Deadline:
         except ValueError:
             seconds = float("nan")
         if seconds != seconds or seconds in (float("inf"), float("-inf")):
-            return cls(DEFAULT_TIMEOUT, call, env, problem=(
-                f"{TIMEOUT_ENV}={raw!r} is not a number of seconds; "
-                f"using {DEFAULT_TIMEOUT:g} s"))
+            return cls(
+                DEFAULT_TIMEOUT,
+                call,
+                env,
+                problem=(
+                    f"{TIMEOUT_ENV}={raw!r} is not a number of seconds; using {DEFAULT_TIMEOUT:g} s"
+                ),
+            )
         return cls(seconds, call, env)
 
     def start(self) -> None:
@@ -377,11 +397,21 @@ class Deadline:
         try:
             signal.setitimer(signal.ITIMER_REAL, 5)
             where = self.log_dir or _fallback_log_dir(
-                self._call, self._call.store or self._env.get("TAKEBACK_STORE") or None,
-                self.payload, self._env)
-            _append_log(where, _line(self.payload, (
-                f"gave up after {self.seconds:g} s ({TIMEOUT_ENV}); this call was not "
-                "recorded in full")))
+                self._call,
+                self._call.store or self._env.get("TAKEBACK_STORE") or None,
+                self.payload,
+                self._env,
+            )
+            _append_log(
+                where,
+                _line(
+                    self.payload,
+                    (
+                        f"gave up after {self.seconds:g} s ({TIMEOUT_ENV}); this call was not "
+                        "recorded in full"
+                    ),
+                ),
+            )
         finally:
             os._exit(0)
 
@@ -389,9 +419,15 @@ class Deadline:
 class HookCall:
     """What one ``takeback hook`` process was given (``problems``: what could not be read)."""
 
-    def __init__(self, *, agent: str = AGENT, root: str | None = None,
-                 store: str | None = None, session: str | None = None,
-                 max_file_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        agent: str = AGENT,
+        root: str | None = None,
+        store: str | None = None,
+        session: str | None = None,
+        max_file_bytes: int | None = None,
+    ) -> None:
         self.agent = agent
         self.root = root
         self.store = store
@@ -408,8 +444,9 @@ def _make_workspace(root: str, store: str | None, max_file_bytes: int | None) ->
     return Workspace(root, store=store)
 
 
-def run(raw: bytes, call: HookCall, env: Mapping[str, str], *,
-        deadline: Deadline | None = None) -> str | None:
+def run(
+    raw: bytes, call: HookCall, env: Mapping[str, str], *, deadline: Deadline | None = None
+) -> str | None:
     """Handle one hook call and return what was done; never raises.
 
     Failures (a bad payload, a missing or damaged store, a full disk) are written to
@@ -451,8 +488,9 @@ def run(raw: bytes, call: HookCall, env: Mapping[str, str], *,
         return done
     except BaseException as e:  # noqa: BLE001 - a hook fails open, whatever went wrong
         try:
-            where = ws.store_path if ws is not None else _fallback_log_dir(call, store, payload,
-                                                                           env)
+            where = (
+                ws.store_path if ws is not None else _fallback_log_dir(call, store, payload, env)
+            )
             _append_log(where, _line(payload, _describe(e)))
         except BaseException:  # noqa: BLE001, S110 - nowhere left to say it
             pass
@@ -494,8 +532,9 @@ def _log_event(log_dir: str, payload: Payload | None, event: dict[str, Any]) -> 
         _append_log(log_dir, _line(payload, f"snapshot failed: {event.get('reason')}"))
 
 
-def _fallback_log_dir(call: HookCall, store: str | None, payload: Payload | None,
-                      env: Mapping[str, str]) -> str:
+def _fallback_log_dir(
+    call: HookCall, store: str | None, payload: Payload | None, env: Mapping[str, str]
+) -> str:
     """Where to log when no workspace could be made: the store it would have used."""
     if store:
         return store

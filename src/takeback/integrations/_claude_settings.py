@@ -41,8 +41,14 @@ _OURS = re.compile(
 class SettingsChange:
     """What installing or uninstalling did to one settings file."""
 
-    def __init__(self, path: str, added: list[str] | None = None,
-                 removed: list[str] | None = None, *, created: bool = False) -> None:
+    def __init__(
+        self,
+        path: str,
+        added: list[str] | None = None,
+        removed: list[str] | None = None,
+        *,
+        created: bool = False,
+    ) -> None:
         self.path = path
         self.added = added or []
         self.removed = removed or []
@@ -55,8 +61,13 @@ class SettingsChange:
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``)."""
-        return {"settings": self.path, "changed": self.changed, "created": self.created,
-                "added": self.added, "removed": self.removed}
+        return {
+            "settings": self.path,
+            "changed": self.changed,
+            "created": self.created,
+            "added": self.added,
+            "removed": self.removed,
+        }
 
 
 def default_command(env: Mapping[str, str]) -> str:
@@ -96,8 +107,9 @@ def _say(event: str, matcher: str | None, command: str) -> str:
     return f"{event}{f' [{matcher}]' if matcher else ''}: {command}"
 
 
-def merge_hooks(settings: dict[str, Any], command: str | None
-                ) -> tuple[dict[str, Any], list[str], list[str]]:
+def merge_hooks(
+    settings: dict[str, Any], command: str | None
+) -> tuple[dict[str, Any], list[str], list[str]]:
     """Return settings with takeback's handlers in place, and what was added and removed.
 
     Every other key, group and handler is kept as it was. One handler of takeback's per
@@ -140,8 +152,13 @@ def merge_hooks(settings: dict[str, Any], command: str | None
             for h in handlers:
                 if not is_ours(h):
                     left.append(h)
-                elif (not kept and event in wanted and _matcher(group) == wanted[event]
-                      and h.get("type") == "command" and h.get("command") == command):
+                elif (
+                    not kept
+                    and event in wanted
+                    and _matcher(group) == wanted[event]
+                    and h.get("type") == "command"
+                    and h.get("command") == command
+                ):
                     kept = True
                     left.append(h)
                 else:

@@ -63,8 +63,9 @@ def _error_result(e: BaseException) -> CallToolResult:
         assert isinstance(e, OSError)
         message = f"{e.strerror or e}: {e.filename or ''}".rstrip(": ")
         doc = {"error": type(e).__name__, "message": message, "exit_code": 1}
-    return CallToolResult(content=[TextContent(type="text", text=message)],
-                          structured_content=doc, is_error=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=message)], structured_content=doc, is_error=True
+    )
 
 
 def _tool_errors(fn: Callable[P, dict[str, Any]]) -> Callable[P, dict[str, Any]]:
@@ -124,8 +125,13 @@ class _Tools:
         with self.workspace() as ws:
             s = self.session(ws, session)
             failed: list[str] = []
-            ws.on_event(lambda ev: failed.append(str(ev.get("reason")))
-                        if ev.get("event") == "snapshot.failed" else None)
+            ws.on_event(
+                lambda ev: (
+                    failed.append(str(ev.get("reason")))
+                    if ev.get("event") == "snapshot.failed"
+                    else None
+                )
+            )
             turn = s.current_turn()
             text = label or "checkpoint"
             step = turn.step(label=text) if turn is not None else s.step(label=text)
@@ -134,8 +140,14 @@ class _Tools:
             if step.before is None:
                 raise TakebackError("snapshot failed: " + ("; ".join(failed) or "unknown"))
             snap = step.before
-            return {**snap.to_json(), "session": s.name, "step": step.n, "turn": step.turn,
-                    "label": text, "ref": str(step.n)}
+            return {
+                **snap.to_json(),
+                "session": s.name,
+                "step": step.n,
+                "turn": step.turn,
+                "label": text,
+                "ref": str(step.n),
+            }
 
     def history(self, session: str | None, limit: int) -> dict[str, Any]:
         limit = max(1, limit)
@@ -148,16 +160,34 @@ class _Tools:
             return {
                 "root": ws.root,
                 "session": s.name,
-                "sessions": [{"name": i.name, "baseline": i.baseline,
-                              "created_at": i.created_at} for i in sessions],
-                "turns": [{"n": t.n, "label": t.label, "state": t.state, "before": t.before,
-                           "files": len(t.changes), "added": sum(c.added for c in t.changes),
-                           "removed": sum(c.removed for c in t.changes)}
-                          for t in turns[-limit:]],
+                "sessions": [
+                    {"name": i.name, "baseline": i.baseline, "created_at": i.created_at}
+                    for i in sessions
+                ],
+                "turns": [
+                    {
+                        "n": t.n,
+                        "label": t.label,
+                        "state": t.state,
+                        "before": t.before,
+                        "files": len(t.changes),
+                        "added": sum(c.added for c in t.changes),
+                        "removed": sum(c.removed for c in t.changes),
+                    }
+                    for t in turns[-limit:]
+                ],
                 "total_turns": len(turns),
-                "steps": [{"n": st.n, "turn": st.turn, "label": st.label, "before": st.before,
-                           "after": st.after, "exit_code": st.exit_code}
-                          for st in steps[-limit:]],
+                "steps": [
+                    {
+                        "n": st.n,
+                        "turn": st.turn,
+                        "label": st.label,
+                        "before": st.before,
+                        "after": st.after,
+                        "exit_code": st.exit_code,
+                    }
+                    for st in steps[-limit:]
+                ],
                 "total_steps": len(steps),
                 "snapshots": [i.to_json() for i in snaps],
             }
@@ -166,14 +196,29 @@ class _Tools:
         with self.workspace() as ws:
             return self.session(ws, session).ended_turn(turn).to_json()
 
-    def diff(self, from_ref: str | None, to_ref: str | None, paths: list[str] | None,
-             stat_only: bool, session: str | None) -> dict[str, Any]:
+    def diff(
+        self,
+        from_ref: str | None,
+        to_ref: str | None,
+        paths: list[str] | None,
+        stat_only: bool,
+        session: str | None,
+    ) -> dict[str, Any]:
         with self.workspace() as ws:
             s = self.session(ws, session)
-            result = ws.diff(from_ref, to_ref, paths=self.rel_paths(ws, paths), session=s.name,
-                             patch=not stat_only)
-            return {**result.to_json(max_patch_chars=MAX_PATCH_CHARS), "session": s.name,
-                    "from": from_ref or "latest", "to": to_ref or "now"}
+            result = ws.diff(
+                from_ref,
+                to_ref,
+                paths=self.rel_paths(ws, paths),
+                session=s.name,
+                patch=not stat_only,
+            )
+            return {
+                **result.to_json(max_patch_chars=MAX_PATCH_CHARS),
+                "session": s.name,
+                "from": from_ref or "latest",
+                "to": to_ref or "now",
+            }
 
     def undo_file(self, path: str, session: str | None, force: bool = False) -> dict[str, Any]:
         with self.workspace() as ws:
@@ -181,45 +226,63 @@ class _Tools:
             rel = ws.rel(path, follow=False)
             result = s.undo_file(rel, force=force)
             action = result.actions.get(rel)
-            what = {"M": "restored", "A": "deleted (the session created it)",
-                    "D": "recreated", None: "already as it was"}[action]
+            what = {
+                "M": "restored",
+                "A": "deleted (the session created it)",
+                "D": "recreated",
+                None: "already as it was",
+            }[action]
             if action is None and rel in result.left:
                 what = f"left as it is ({result.left[rel]})"
-            return {**result.to_json(), "session": s.name, "path": rel, "action": action,
-                    "pre_rewind": result.pre,
-                    "message": f"{rel}: {what}, as before {result.ref} "
-                               f"(undo this with rewind ref={(result.pre or '')[:12]})"}
+            return {
+                **result.to_json(),
+                "session": s.name,
+                "path": rel,
+                "action": action,
+                "pre_rewind": result.pre,
+                "message": f"{rel}: {what}, as before {result.ref} "
+                f"(undo this with rewind ref={(result.pre or '')[:12]})",
+            }
 
-    def turn_op(self, kind: str, turn: int | None, force: bool,
-                session: str | None) -> dict[str, Any]:
+    def turn_op(
+        self, kind: str, turn: int | None, force: bool, session: str | None
+    ) -> dict[str, Any]:
         with self.workspace() as ws:
             s = self.session(ws, session)
             # The agent asking is in its own open turn (the reply that asks): what it means
             # is the last turn that ended, so the open one is left alone.
-            result = (s.undo(turn=turn, force=force, end_open=False) if kind == "undo"
-                      else s.redo(force=force))
+            result = (
+                s.undo(turn=turn, force=force, end_open=False)
+                if kind == "undo"
+                else s.redo(force=force)
+            )
             return {**result.to_json(), "session": s.name, "message": result.summary()}
 
-    def rewind(self, ref: str, paths: list[str] | None, dry_run: bool,
-               session: str | None) -> dict[str, Any]:
+    def rewind(
+        self, ref: str, paths: list[str] | None, dry_run: bool, session: str | None
+    ) -> dict[str, Any]:
         with self.workspace() as ws:
             s = self.session(ws, session)
-            result = ws.rewind(ref, paths=self.rel_paths(ws, paths), dry_run=dry_run,
-                               session=s.name)
+            result = ws.rewind(
+                ref, paths=self.rel_paths(ws, paths), dry_run=dry_run, session=s.name
+            )
             return {**result.to_json(), "session": s.name}
 
 
 def build_server(config: ServerConfig) -> MCPServer:
     """Return the MCP server with takeback's tools (not yet running)."""
     tools = _Tools(config)
-    server: MCPServer = MCPServer("takeback", version=__version__, instructions=INSTRUCTIONS,
-                                  log_level="WARNING")
+    server: MCPServer = MCPServer(
+        "takeback", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    writing = ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                              open_world_hint=False)
+    writing = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                             open_world_hint=False))
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, open_world_hint=False
+        )
+    )
     @_tool_errors
     def checkpoint(label: str = "", session: str | None = None) -> dict[str, Any]:
         """Take a snapshot of the workspace now, as a step you can rewind to.
@@ -242,9 +305,13 @@ def build_server(config: ServerConfig) -> MCPServer:
 
     @server.tool(annotations=reading)
     @_tool_errors
-    def diff(from_ref: str | None = None, to_ref: str | None = None,
-             paths: list[str] | None = None, stat_only: bool = False,
-             session: str | None = None) -> dict[str, Any]:
+    def diff(
+        from_ref: str | None = None,
+        to_ref: str | None = None,
+        paths: list[str] | None = None,
+        stat_only: bool = False,
+        session: str | None = None,
+    ) -> dict[str, Any]:
         """Show a unified diff between two refs (default: the latest snapshot and the files now).
 
         Paths are relative to the workspace root.
@@ -253,8 +320,7 @@ def build_server(config: ServerConfig) -> MCPServer:
 
     @server.tool(annotations=writing)
     @_tool_errors
-    def undo_file(path: str, session: str | None = None, force: bool = False
-                  ) -> dict[str, Any]:
+    def undo_file(path: str, session: str | None = None, force: bool = False) -> dict[str, Any]:
         """Put one file back as it was before the session first changed it.
 
         A file the session created is deleted. A file changed since the session's last
@@ -265,8 +331,9 @@ def build_server(config: ServerConfig) -> MCPServer:
 
     @server.tool(annotations=writing)
     @_tool_errors
-    def undo_turn(turn: int | None = None, force: bool = False,
-                  session: str | None = None) -> dict[str, Any]:
+    def undo_turn(
+        turn: int | None = None, force: bool = False, session: str | None = None
+    ) -> dict[str, Any]:
         """Take back the last turn (or turn N): each file it changed goes back.
 
         Files changed since the turn are conflicts and nothing is written, unless force.
@@ -281,8 +348,9 @@ def build_server(config: ServerConfig) -> MCPServer:
 
     @server.tool(annotations=writing)
     @_tool_errors
-    def rewind(ref: str, paths: list[str] | None = None, dry_run: bool = True,
-               session: str | None = None) -> dict[str, Any]:
+    def rewind(
+        ref: str, paths: list[str] | None = None, dry_run: bool = True, session: str | None = None
+    ) -> dict[str, Any]:
         """Put the workspace (or just paths) back as it was at ref.
 
         With dry_run (the default) it only returns the plan: M restored, A removed,

@@ -47,13 +47,20 @@ class WatchResult:
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``)."""
         return {
-            "exit_code": self.exit_code, "session": self.session, "turn": self.turn,
+            "exit_code": self.exit_code,
+            "session": self.session,
+            "turn": self.turn,
             "watching": self.watching,
-            "steps": [{"step": s.n, "label": s.label,
-                       "before": s.before.id if s.before else None,
-                       "after": s.after.id if s.after else None,
-                       "changes": [{"path": p, "change": c} for p, c in s.changed]}
-                      for s in self.steps],
+            "steps": [
+                {
+                    "step": s.n,
+                    "label": s.label,
+                    "before": s.before.id if s.before else None,
+                    "after": s.after.id if s.after else None,
+                    "changes": [{"path": p, "change": c} for p, c in s.changed],
+                }
+                for s in self.steps
+            ],
             "changes": [c.to_json() for c in self.changes],
         }
 
@@ -100,11 +107,18 @@ class Activity:
         try:
             from watchfiles import watch
 
-            for changes in watch(self.root, self._probe_dir, watch_filter=self._keep,
-                                 debounce=self._debounce_ms, step=self._step_ms,
-                                 stop_event=self._stop, rust_timeout=500,
-                                 yield_on_timeout=True, raise_interrupt=False,
-                                 ignore_permission_denied=True):
+            for changes in watch(
+                self.root,
+                self._probe_dir,
+                watch_filter=self._keep,
+                debounce=self._debounce_ms,
+                step=self._step_ms,
+                stop_event=self._stop,
+                rust_timeout=500,
+                yield_on_timeout=True,
+                raise_interrupt=False,
+                ignore_permission_denied=True,
+            ):
                 now = time.monotonic()
                 active = False
                 for _change, path in changes:
@@ -155,9 +169,16 @@ def _changed_since(ws: Workspace, step: Step, session: str) -> bool:
     return bool(ws.diff(step.before.id, None, session=session, patch=False).files)
 
 
-def run_watched(ws: Workspace, cmd: Sequence[str], *, cwd: str, session: str, label: str,
-                settle_ms: int = DEFAULT_SETTLE_MS,
-                warn: Callable[[str], None] = lambda _m: None) -> WatchResult:
+def run_watched(
+    ws: Workspace,
+    cmd: Sequence[str],
+    *,
+    cwd: str,
+    session: str,
+    label: str,
+    settle_ms: int = DEFAULT_SETTLE_MS,
+    warn: Callable[[str], None] = lambda _m: None,
+) -> WatchResult:
     """Run ``cmd`` as a child and record it as one turn, a step per burst of activity.
 
     Args:
@@ -174,6 +195,7 @@ def run_watched(ws: Workspace, cmd: Sequence[str], *, cwd: str, session: str, la
         steps and the turn's change list.
 
     """
+
     def on_event(ev: dict[str, Any]) -> None:
         if ev.get("event") == "snapshot.failed":
             warn(f"snapshot failed, the agent runs on: {ev.get('reason')}")
@@ -187,8 +209,10 @@ def run_watched(ws: Workspace, cmd: Sequence[str], *, cwd: str, session: str, la
     try:
         watching = activity.start()
         if not watching:
-            warn(f"cannot watch {ws.root} ({activity.error or 'no events'}); "
-                 "only the snapshots at the start and the end will be taken")
+            warn(
+                f"cannot watch {ws.root} ({activity.error or 'no events'}); "
+                "only the snapshots at the start and the end will be taken"
+            )
         turn = s.turn(label)
         step = turn.command(f"{label} #1").begin()
         with forward_signals() as fwd:

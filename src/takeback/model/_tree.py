@@ -62,7 +62,7 @@ def decode_tree(data: bytes) -> Tree:
     while pos < end:
         nul = data.index(b"\0", pos)
         kind, mode, size, bname = data[pos:nul].split(b" ", 3)
-        raw = data[nul + 1:nul + 33]
+        raw = data[nul + 1 : nul + 33]
         if len(raw) != 32:
             raise ValueError("tree record is cut short")
         oid = "" if raw == _NO_ID else raw.hex()

@@ -25,8 +25,12 @@ class FileDiff:
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form: ``path``, ``status``, ``added``, ``removed``."""
-        return {"path": self.path, "status": self.status, "added": self.added,
-                "removed": self.removed}
+        return {
+            "path": self.path,
+            "status": self.status,
+            "added": self.added,
+            "removed": self.removed,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +51,11 @@ class DiffResult:
         """
         patch = self.patch.decode("utf-8", "replace")
         cut = max_patch_chars is not None and len(patch) > max_patch_chars
-        return {"files": [f.to_json() for f in self.files],
-                "patch": patch[:max_patch_chars] if cut else patch, "truncated": cut}
+        return {
+            "files": [f.to_json() for f in self.files],
+            "patch": patch[:max_patch_chars] if cut else patch,
+            "truncated": cut,
+        }
 
 
 def read_entry(store: Store, e: Entry) -> bytes:
@@ -58,8 +65,15 @@ def read_entry(store: Store, e: Entry) -> bytes:
     return store.objects.get(e.oid)
 
 
-def diff(store: Store, old_tree: str, new_tree: str, *, paths: Sequence[str] | None = None,
-         patch: bool = True, binary: bool = False) -> DiffResult:
+def diff(
+    store: Store,
+    old_tree: str,
+    new_tree: str,
+    *,
+    paths: Sequence[str] | None = None,
+    patch: bool = True,
+    binary: bool = False,
+) -> DiffResult:
     """Compare two trees file by file; folders are left out (git shows none).
 
     Args:

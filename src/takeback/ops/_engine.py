@@ -115,8 +115,9 @@ def same(a: Entry | None, b: Entry | None) -> bool:
     return entry_state(a) == entry_state(b)
 
 
-def moves_from(store: Store, pre_tree: str,
-               pairs: Iterable[tuple[str, Entry | None, Entry | None]]) -> list[Move]:
+def moves_from(
+    store: Store, pre_tree: str, pairs: Iterable[tuple[str, Entry | None, Entry | None]]
+) -> list[Move]:
     """Return moves for (path, expect, write) triples, with ``now`` read from ``pre_tree``."""
     get_tree = store.objects.get_tree
     return [Move(p, lookup(get_tree, pre_tree, p), e, w) for p, e, w in pairs]
@@ -175,7 +176,8 @@ def disk_matches(root: SafeRoot, path: str, expected: Entry | None) -> bool:
         return stat.S_ISDIR(st.st_mode)
     if expected.kind == LINK:
         return stat.S_ISLNK(st.st_mode) and (
-            hashlib.sha256(root.read(path)).hexdigest() == expected.oid)
+            hashlib.sha256(root.read(path)).hexdigest() == expected.oid
+        )
     if not stat.S_ISREG(st.st_mode) or st.st_size != expected.size:
         return False
     if expected.kind == LARGE:
@@ -183,8 +185,13 @@ def disk_matches(root: SafeRoot, path: str, expected: Entry | None) -> bool:
     return _hash_file(root, path) == expected.oid
 
 
-def check(store: Store, moves: Sequence[Move], *, force: bool = False,
-          target_scope: TreeScope | None = None) -> Checked:
+def check(
+    store: Store,
+    moves: Sequence[Move],
+    *,
+    force: bool = False,
+    target_scope: TreeScope | None = None,
+) -> Checked:
     """Sort moves into what will be written and what is left, reading the disk only.
 
     Args:
@@ -201,8 +208,11 @@ def check(store: Store, moves: Sequence[Move], *, force: bool = False,
     root = SafeRoot(store.root)
     out = Checked()
     closed_now = [m.path for m in moves if m.now is not None and m.now.kind == UNREADABLE]
-    closed_then = [m.path for m in moves if m.write is not None and m.write.kind == UNREADABLE
-                   and m.path not in closed_now]
+    closed_then = [
+        m.path
+        for m in moves
+        if m.write is not None and m.write.kind == UNREADABLE and m.path not in closed_now
+    ]
     for m in moves:
         if closed_now and under(m.path, closed_now):
             out.left[m.path] = UNREAD
@@ -211,16 +221,27 @@ def check(store: Store, moves: Sequence[Move], *, force: bool = False,
             out.not_restored.append(m.path)
             continue
         now = m.now
-        if now is not None and now.kind == LARGE and (
+        if (
+            now is not None
+            and now.kind == LARGE
+            and (
                 (m.expect is not None and m.expect.kind == LARGE and m.expect.oid)
-                or (m.write is not None and m.write.kind == LARGE and m.write.oid)):
+                or (m.write is not None and m.write.kind == LARGE and m.write.oid)
+            )
+        ):
             now = _with_disk_hash(root, m.path, now)
-        if same(now, m.write) and not (now is not None and m.write is not None
-                                       and now.kind == DIR and now.mode != m.write.mode):
+        if same(now, m.write) and not (
+            now is not None and m.write is not None and now.kind == DIR and now.mode != m.write.mode
+        ):
             out.already.append(m.path)
             continue
-        if m.write is None and target_scope is not None and target_scope.ignored(
-                m.path, is_dir=now is not None and now.kind == DIR, index=False):
+        if (
+            m.write is None
+            and target_scope is not None
+            and target_scope.ignored(
+                m.path, is_dir=now is not None and now.kind == DIR, index=False
+            )
+        ):
             # Absent from the target because its rules left it out: it may have been
             # there all along, so the operation's source did not create it.
             out.left[m.path] = NOT_OF_TARGET
@@ -261,8 +282,9 @@ def refuse_conflicts(checked: Checked, describe: Callable[[str], str]) -> None:
         ConflictError: always, naming each path.
     """
     lines = [describe(p) for p in checked.conflicts]
-    raise ConflictError("\n".join(lines) + "\nnothing was written (force overwrites)",
-                        conflicts=checked.conflicts)
+    raise ConflictError(
+        "\n".join(lines) + "\nnothing was written (force overwrites)", conflicts=checked.conflicts
+    )
 
 
 def _prove_kept(store: Store, root: SafeRoot, todo: Sequence[Move]) -> None:
@@ -284,12 +306,13 @@ def _prove_kept(store: Store, root: SafeRoot, todo: Sequence[Move]) -> None:
             data = root.read(m.path)
         except (OSError, PathError):
             data = b""
-        if hashlib.sha256(data).hexdigest() != now.oid or not store.objects.repair(
-                "blob", data):
+        if hashlib.sha256(data).hexdigest() != now.oid or not store.objects.repair("blob", data):
             raise StoreCorruptError(
                 f"the store cannot give back {m.path} (object {now.oid[:12]} is damaged) "
                 "and the file no longer matches it; nothing was written",
-                path=store.path, expected=now.oid)
+                path=store.path,
+                expected=now.oid,
+            )
 
 
 def remove_stale_temps(store: Store, journal: dict[str, Any] | None) -> None:
@@ -298,8 +321,7 @@ def remove_stale_temps(store: Store, journal: dict[str, Any] | None) -> None:
         return
     prefix = TMP_PREFIX + journal["tmp_tag"]
     root = SafeRoot(store.root)
-    folders = {p.rpartition("/")[0] for p in journal.get("planned") or ()
-               if isinstance(p, str)}
+    folders = {p.rpartition("/")[0] for p in journal.get("planned") or () if isinstance(p, str)}
     for folder in sorted(folders):
         try:
             names = root.listdir(folder)
@@ -313,9 +335,16 @@ def remove_stale_temps(store: Store, journal: dict[str, Any] | None) -> None:
                     pass
 
 
-def apply(store: Store, checked: Checked, *, journal: dict[str, Any], pre: str | None,
-          folder_modes: str | None = None, prune_to: str | None = None,
-          on_progress: Callable[[int, int], None] | None = None) -> Applied:
+def apply(
+    store: Store,
+    checked: Checked,
+    *,
+    journal: dict[str, Any],
+    pre: str | None,
+    folder_modes: str | None = None,
+    prune_to: str | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Applied:
     """Write checked moves into the workspace (the caller holds the exclusive lock).
 
     Args:
@@ -340,8 +369,12 @@ def apply(store: Store, checked: Checked, *, journal: dict[str, Any], pre: str |
     root = SafeRoot(store.root, tmp_tag=tag)
     get_tree = store.objects.get_tree
     todo = checked.todo
-    result = Applied(not_restored=list(checked.not_restored), left=dict(checked.left),
-                     conflicts=list(checked.conflicts), already=list(checked.already))
+    result = Applied(
+        not_restored=list(checked.not_restored),
+        left=dict(checked.left),
+        conflicts=list(checked.conflicts),
+        already=list(checked.already),
+    )
     _prove_kept(store, root, todo)
     # Every object to write is read and checked before the first write, so a damaged store
     # refuses the operation instead of leaving it half done.
@@ -355,8 +388,15 @@ def apply(store: Store, checked: Checked, *, journal: dict[str, Any], pre: str |
                 blobs[w.oid] = data
                 held += len(data)
     remove_stale_temps(store, store.read_journal())
-    store.write_journal({**journal, "pre": pre, "tmp_tag": tag, "started_at": time.time(),
-                         "planned": [m.path for m in todo]})
+    store.write_journal(
+        {
+            **journal,
+            "pre": pre,
+            "tmp_tag": tag,
+            "started_at": time.time(),
+            "planned": [m.path for m in todo],
+        }
+    )
     total = len(todo)
     done = 0
 
@@ -390,8 +430,9 @@ def apply(store: Store, checked: Checked, *, journal: dict[str, Any], pre: str |
         return False
 
     opened = _open_parents(root, todo)
-    removals = [m for m in todo if m.now is not None
-                and (m.write is None or _kind(m.now) != _kind(m.write))]
+    removals = [
+        m for m in todo if m.now is not None and (m.write is None or _kind(m.now) != _kind(m.write))
+    ]
     removed_files: list[str] = []
     for m in removals:
         if m.now is not None and m.now.kind != DIR:
@@ -401,8 +442,11 @@ def apply(store: Store, checked: Checked, *, journal: dict[str, Any], pre: str |
                     result.restored.append(m.path)
             tick()
     blocked: set[str] = set()
-    for m in sorted((m for m in removals if m.now is not None and m.now.kind == DIR),
-                    key=lambda m: m.path.count("/"), reverse=True):
+    for m in sorted(
+        (m for m in removals if m.now is not None and m.now.kind == DIR),
+        key=lambda m: m.path.count("/"),
+        reverse=True,
+    ):
         gone = False
         try:
             gone = root.remove_dir(m.path)
@@ -485,9 +529,13 @@ def raise_if_failed(result: Applied, kind: str, pre: str | None) -> None:
         left = dict(result.left)
         for d in result.kept_dirs:
             left[d + "/"] = "kept: it holds files out of scope"
-        raise RestoreError(f"{kind} failed part way: {len(result.failed)} path(s) not written",
-                           restored=result.restored, failed=result.failed, undo_id=pre or "",
-                           left=left)
+        raise RestoreError(
+            f"{kind} failed part way: {len(result.failed)} path(s) not written",
+            restored=result.restored,
+            failed=result.failed,
+            undo_id=pre or "",
+            left=left,
+        )
 
 
 def _open_parents(root: SafeRoot, todo: Sequence[Move]) -> dict[str, int]:
@@ -529,8 +577,9 @@ def _missing_parents(root: SafeRoot, path: str) -> list[str]:
     return missing
 
 
-def _prune(root: SafeRoot, path: str, tree: str,
-           get_tree: Callable[[str], dict[str, Entry]]) -> None:
+def _prune(
+    root: SafeRoot, path: str, tree: str, get_tree: Callable[[str], dict[str, Entry]]
+) -> None:
     """Remove the empty folders above ``path`` that ``tree`` does not have."""
     parts = path.split("/")[:-1]
     while parts:
@@ -545,8 +594,7 @@ def _prune(root: SafeRoot, path: str, tree: str,
         parts.pop()
 
 
-def _write(store: Store, root: SafeRoot, path: str, target: Entry,
-           blobs: dict[str, bytes]) -> None:
+def _write(store: Store, root: SafeRoot, path: str, target: Entry, blobs: dict[str, bytes]) -> None:
     data = blobs.get(target.oid)
     if data is None:
         data = store.objects.get(target.oid)

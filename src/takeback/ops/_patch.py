@@ -20,11 +20,19 @@ _BASE85_LINE = 52  # bytes of deflated data per line of a binary hunk, as git wr
 # or any byte from 0x7f up is written in double quotes with C escapes, so that every
 # name fits on one line of ASCII and a patch names exactly the bytes of the file.
 _NEEDS_QUOTE = re.compile(rb'[\x00-\x1f"\\\x7f-\xff]')
-_C_ESCAPES = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v",
-              0x0C: b"\\f", 0x0D: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
+_C_ESCAPES = {
+    0x07: b"\\a",
+    0x08: b"\\b",
+    0x09: b"\\t",
+    0x0A: b"\\n",
+    0x0B: b"\\v",
+    0x0C: b"\\f",
+    0x0D: b"\\r",
+    0x22: b'\\"',
+    0x5C: b"\\\\",
+}
 _QUOTED_BYTE = [
-    _C_ESCAPES.get(c, b"\\%03o" % c if c < 0x20 or c >= 0x7F else bytes([c]))
-    for c in range(256)
+    _C_ESCAPES.get(c, b"\\%03o" % c if c < 0x20 or c >= 0x7F else bytes([c])) for c in range(256)
 ]
 
 
@@ -141,7 +149,7 @@ def _literal(data: bytes) -> Iterator[bytes]:
     packed = zlib.compress(data)
     yield b"literal %d\n" % len(data)
     for start in range(0, len(packed), _BASE85_LINE):
-        chunk = packed[start:start + _BASE85_LINE]
+        chunk = packed[start : start + _BASE85_LINE]
         n = len(chunk)
         # The first character is the chunk's length: A-Z for 1-26 bytes, a-z for 27-52.
         yield bytes([0x40 + n if n <= 26 else 0x60 + n - 26])
@@ -149,8 +157,14 @@ def _literal(data: bytes) -> Iterator[bytes]:
     yield b"\n"
 
 
-def file_patch(path: str, old: Entry | None, new: Entry | None,
-               read: Callable[[Entry], bytes], *, binary: bool = False) -> bytes:
+def file_patch(
+    path: str,
+    old: Entry | None,
+    new: Entry | None,
+    read: Callable[[Entry], bytes],
+    *,
+    binary: bool = False,
+) -> bytes:
     """Return the ``diff --git`` section for one path (files and links; folders have none).
 
     A change of kind (file to link) is written as a deletion and a creation, as git does.
@@ -170,8 +184,9 @@ def file_patch(path: str, old: Entry | None, new: Entry | None,
     if (old is not None and old.kind == DIR) or (new is not None and new.kind == DIR):
         return b""
     if old is not None and new is not None and (old.kind == LINK) != (new.kind == LINK):
-        return (file_patch(path, old, None, read, binary=binary)
-                + file_patch(path, None, new, read, binary=binary))
+        return file_patch(path, old, None, read, binary=binary) + file_patch(
+            path, None, new, read, binary=binary
+        )
     bpath = os.fsencode(path)
     a_name, b_name = _quote(b"a/" + bpath), _quote(b"b/" + bpath)
     out = [b"diff --git %s %s\n" % (a_name, b_name)]
@@ -189,8 +204,7 @@ def file_patch(path: str, old: Entry | None, new: Entry | None,
         # Never kept, so there are no bytes to put in a patch, nor an id to check them by.
         out.append(b"Binary files %s and %s differ (over the size limit)\n" % (a_name, b_name))
         return b"".join(out)
-    if (old is not None and old.kind == UNREADABLE) or (
-            new is not None and new.kind == UNREADABLE):
+    if (old is not None and old.kind == UNREADABLE) or (new is not None and new.kind == UNREADABLE):
         out.append(b"Binary files a/%s and b/%s differ (unreadable)\n" % (bpath, bpath))
         return b"".join(out)
     a = read(old) if old is not None else b""

@@ -54,18 +54,14 @@ def resolve(store: Store, ref: str, session: str) -> Resolved:
             raise RefError(f"no step {n} in session {session!r}", ref=ref)
     low = ref.lower()
     if not _HEX.match(low):
-        raise RefError(f"not a ref: {ref!r} (use an id, start, a step number or turn:N)",
-                       ref=ref)
+        raise RefError(f"not a ref: {ref!r} (use an id, start, a step number or turn:N)", ref=ref)
     if len(low) < MIN_PREFIX:
-        raise RefError(f"ref {ref!r} is too short: give at least {MIN_PREFIX} hex digits",
-                       ref=ref)
+        raise RefError(f"ref {ref!r} is too short: give at least {MIN_PREFIX} hex digits", ref=ref)
     ids = meta.snapshot_ids_with_prefix(low)
     if not ids:
         raise RefError(f"no snapshot matches {ref!r}", ref=ref)
     if len(ids) > 1:
-        raise RefError(
-            f"ref {ref!r} is ambiguous: " + ", ".join(short(i) for i in ids), ref=ref
-        )
+        raise RefError(f"ref {ref!r} is ambiguous: " + ", ".join(short(i) for i in ids), ref=ref)
     return Resolved(_must(store, ids[0], ref))
 
 
@@ -87,8 +83,9 @@ def _step_ref(store: Store, session: str, n: int, ref: str) -> Resolved:
     s = meta.session(session)
     if s is None:
         raise RefError(f"no snapshot before step {n}", ref=ref)
-    return Resolved(_must(store, s.baseline, ref),
-                    f"step {n} took no snapshot; using the session's start")
+    return Resolved(
+        _must(store, s.baseline, ref), f"step {n} took no snapshot; using the session's start"
+    )
 
 
 def _must(store: Store, sid: str, ref: str) -> SnapshotInfo:

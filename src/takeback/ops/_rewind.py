@@ -33,12 +33,22 @@ class RewindOutcome:
 
 def target_scope(store: Store, opts: Options, tree: str) -> TreeScope:
     """The ignore rules a recorded state had (its own ``.gitignore`` files)."""
-    return TreeScope(store.root, tree, get_tree=store.objects.get_tree,
-                     read_blob=store.objects.get, exclude_env=opts.exclude_env)
+    return TreeScope(
+        store.root,
+        tree,
+        get_tree=store.objects.get_tree,
+        read_blob=store.objects.get,
+        exclude_env=opts.exclude_env,
+    )
 
 
-def plan(store: Store, opts: Options, current: str, target: SnapshotInfo,
-         paths: Sequence[str] | None = None) -> tuple[Plan, engine.Checked]:
+def plan(
+    store: Store,
+    opts: Options,
+    current: str,
+    target: SnapshotInfo,
+    paths: Sequence[str] | None = None,
+) -> tuple[Plan, engine.Checked]:
     """Return the plan that turns tree ``current`` into the target's, and the engine's check.
 
     Args:
@@ -57,17 +67,32 @@ def plan(store: Store, opts: Options, current: str, target: SnapshotInfo,
             merged[p] = (merged[p][0] if p in merged else old, new)
     moves = [engine.Move(p, old, old, new) for p, (old, new) in merged.items()]
     checked = engine.check(store, moves, target_scope=target_scope(store, opts, target.tree))
-    items = tuple(PlanItem("M" if m.now is not None and m.write is not None
-                           else "A" if m.now is not None else "D", m.path, m.now, m.write)
-                  for m in checked.todo)
-    return Plan(target=target.id, items=items, not_restorable=tuple(checked.not_restored),
-                left=dict(checked.left)), checked
+    items = tuple(
+        PlanItem(
+            "M" if m.now is not None and m.write is not None else "A" if m.now is not None else "D",
+            m.path,
+            m.now,
+            m.write,
+        )
+        for m in checked.todo
+    )
+    return Plan(
+        target=target.id,
+        items=items,
+        not_restorable=tuple(checked.not_restored),
+        left=dict(checked.left),
+    ), checked
 
 
-def rewind(rec: Recording, target: SnapshotInfo, *,
-           paths: Sequence[str] | None = None, dry_run: bool = False,
-           session: str | None = None,
-           on_progress: Callable[[int, int], None] | None = None) -> RewindOutcome:
+def rewind(
+    rec: Recording,
+    target: SnapshotInfo,
+    *,
+    paths: Sequence[str] | None = None,
+    dry_run: bool = False,
+    session: str | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> RewindOutcome:
     """Put the workspace (or just ``paths``) back as it was at ``target``.
 
     Raises:
@@ -81,14 +106,28 @@ def rewind(rec: Recording, target: SnapshotInfo, *,
             now = scan(store, opts).tree
         return RewindOutcome(plan(store, opts, now, target, paths)[0])
     with store.lock(exclusive=True):
-        pre = record(rec, scan(store, opts), kind="pre-rewind", session=session,
-                     message=f"before rewind to {target.id[:10]}")
+        pre = record(
+            rec,
+            scan(store, opts),
+            kind="pre-rewind",
+            session=session,
+            message=f"before rewind to {target.id[:10]}",
+        )
         the_plan, checked = plan(store, opts, pre.tree, target, paths)
-        done = engine.apply(store, checked, pre=pre.id, on_progress=on_progress, journal={
-            "op": "rewind", "session": session, "target": target.id,
-            "paths": list(paths) if paths is not None else None,
-        })
-    out = RewindOutcome(the_plan, pre.id, done.restored, done.not_restored, done.kept_dirs,
-                        done.left)
+        done = engine.apply(
+            store,
+            checked,
+            pre=pre.id,
+            on_progress=on_progress,
+            journal={
+                "op": "rewind",
+                "session": session,
+                "target": target.id,
+                "paths": list(paths) if paths is not None else None,
+            },
+        )
+    out = RewindOutcome(
+        the_plan, pre.id, done.restored, done.not_restored, done.kept_dirs, done.left
+    )
     engine.raise_if_failed(done, "rewind", pre.id)
     return out

@@ -40,8 +40,9 @@ class Recording:
     emit: Callable[[dict[str, Any]], None]
 
 
-def scan(store: Store, opts: Options, *,
-         on_progress: Callable[[int], None] | None = None) -> ScanResult:
+def scan(
+    store: Store, opts: Options, *, on_progress: Callable[[int], None] | None = None
+) -> ScanResult:
     """Scan the workspace into the store's objects (no snapshot row is written)."""
     meta = store.meta
     scanner = Scanner(
@@ -64,13 +65,22 @@ def scan(store: Store, opts: Options, *,
             meta.put_dircache(result.cache_rows)
             # A cache of an older format is never read again: drop it with its rows.
             if meta.drop_kv_except(CACHE_KEY, prefix="dirs-"):
-                meta.put_dircache({d: None for d in meta.dircache_dirs()
-                                   if d not in result.cache_rows})
+                meta.put_dircache(
+                    {d: None for d in meta.dircache_dirs() if d not in result.cache_rows}
+                )
     return result
 
 
-def record(rec: Recording, result: ScanResult, *, kind: str, session: str | None = None,
-           turn: int | None = None, step: int | None = None, message: str = "") -> SnapshotInfo:
+def record(
+    rec: Recording,
+    result: ScanResult,
+    *,
+    kind: str,
+    session: str | None = None,
+    turn: int | None = None,
+    step: int | None = None,
+    message: str = "",
+) -> SnapshotInfo:
     """Write the snapshot row for a scan whose objects are committed; say so to the sink."""
     store = rec.store
     created = time.time()
@@ -78,25 +88,49 @@ def record(rec: Recording, result: ScanResult, *, kind: str, session: str | None
         [result.tree, created, kind, session, turn, step, message], separators=(",", ":")
     ).encode()
     info = SnapshotInfo(
-        id=hashlib.sha256(body).hexdigest(), tree=result.tree, created_at=created, kind=kind,
-        session=session, turn=turn, step=step, message=message, files=result.files,
-        skipped=tuple(result.skipped), skipped_count=result.skipped_count,
-        duration_ms=result.duration_ms, unreadable=tuple(result.unreadable),
+        id=hashlib.sha256(body).hexdigest(),
+        tree=result.tree,
+        created_at=created,
+        kind=kind,
+        session=session,
+        turn=turn,
+        step=step,
+        message=message,
+        files=result.files,
+        skipped=tuple(result.skipped),
+        skipped_count=result.skipped_count,
+        duration_ms=result.duration_ms,
+        unreadable=tuple(result.unreadable),
         unreadable_count=result.unreadable_count,
     )
     with store.meta.tx():
         store.meta.add_snapshot(info)
-    rec.emit({"event": "snapshot.taken", "id": info.id, "files": info.files,
-              "duration_ms": info.duration_ms, "at": created})
+    rec.emit(
+        {
+            "event": "snapshot.taken",
+            "id": info.id,
+            "files": info.files,
+            "duration_ms": info.duration_ms,
+            "at": created,
+        }
+    )
     return info
 
 
-def take(rec: Recording, *, kind: str, session: str | None = None,
-         turn: int | None = None, step: int | None = None, message: str = "",
-         on_progress: Callable[[int], None] | None = None) -> SnapshotInfo:
+def take(
+    rec: Recording,
+    *,
+    kind: str,
+    session: str | None = None,
+    turn: int | None = None,
+    step: int | None = None,
+    message: str = "",
+    on_progress: Callable[[int], None] | None = None,
+) -> SnapshotInfo:
     """Scan and record a snapshot; the order is objects, trees, then the row."""
     store, opts = rec.store, rec.options
     with store.lock(exclusive=False):
         result = scan(store, opts, on_progress=on_progress)
-        return record(rec, result, kind=kind, session=session, turn=turn, step=step,
-                      message=message)
+        return record(
+            rec, result, kind=kind, session=session, turn=turn, step=step, message=message
+        )

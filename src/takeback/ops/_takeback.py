@@ -96,10 +96,18 @@ class TurnOpResult:
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``, and the MCP tools that take back)."""
-        return {"op": self.kind, "nothing": self.nothing, "turns": self.turns, "pre": self.pre,
-                "restored": self.restored, "not_restored": self.not_restored,
-                "conflicts": self.conflicts, "left": self.left, "actions": self.actions,
-                "ref": self.ref}
+        return {
+            "op": self.kind,
+            "nothing": self.nothing,
+            "turns": self.turns,
+            "pre": self.pre,
+            "restored": self.restored,
+            "not_restored": self.not_restored,
+            "conflicts": self.conflicts,
+            "left": self.left,
+            "actions": self.actions,
+            "ref": self.ref,
+        }
 
 
 _DONE = {"undo": "Undid", "redo": "Redid", "revert": "Reverted", "unrevert": "Unreverted"}
@@ -120,8 +128,10 @@ def _turns(store: Store, session: str) -> list[_Turn]:
 
 
 def _changes(store: Store, session: str, n: int) -> list[tuple[str, Entry | None, Entry | None]]:
-    return [(r.path, decode_state(r.before), decode_state(r.after))
-            for r in store.meta.change_rows(session, n)]
+    return [
+        (r.path, decode_state(r.before), decode_state(r.after))
+        for r in store.meta.change_rows(session, n)
+    ]
 
 
 def _tree_of(store: Store, snapshot_id: str | None) -> str | None:
@@ -131,12 +141,22 @@ def _tree_of(store: Store, snapshot_id: str | None) -> str | None:
     return None if snap is None else snap.tree
 
 
-def _run(rec: Recording, session: str, kind: str, turns: list[int],
-         pairs: list[_Pair] | Callable[[str], list[_Pair]], *, force: bool,
-         describe: Callable[[str], str],
-         target_tree: str | None, prune: bool, data: dict[str, Any],
-         on_done: Callable[[MetaStore], None], record_as: str | None = None,
-         record_state: str = "active") -> TurnOpResult:
+def _run(
+    rec: Recording,
+    session: str,
+    kind: str,
+    turns: list[int],
+    pairs: list[_Pair] | Callable[[str], list[_Pair]],
+    *,
+    force: bool,
+    describe: Callable[[str], str],
+    target_tree: str | None,
+    prune: bool,
+    data: dict[str, Any],
+    on_done: Callable[[MetaStore], None],
+    record_as: str | None = None,
+    record_state: str = "active",
+) -> TurnOpResult:
     """Snapshot, check, write through the engine, and record one operation (under the lock).
 
     Args:
@@ -164,8 +184,12 @@ def _run(rec: Recording, session: str, kind: str, turns: list[int],
     """
     store, opts = rec.store, rec.options
     previous = store.read_journal()
-    pre = take(rec, kind=f"pre-{kind}", session=session,
-               message=f"before {kind} of turn(s) {', '.join(map(str, turns))}")
+    pre = take(
+        rec,
+        kind=f"pre-{kind}",
+        session=session,
+        message=f"before {kind} of turn(s) {', '.join(map(str, turns))}",
+    )
     if callable(pairs):
         pairs = pairs(pre.tree)
     moves = engine.moves_from(store, pre.tree, pairs)
@@ -173,12 +197,21 @@ def _run(rec: Recording, session: str, kind: str, turns: list[int],
     checked = engine.check(store, moves, force=force, target_scope=scope)
     if checked.conflicts and not force:
         engine.refuse_conflicts(checked, describe)
-    journal: dict[str, Any] = {"op": kind, "session": session, "turns": turns,
-                               "file": data.get("file")}
-    resumed = isinstance(previous, dict) and all(
-        previous.get(k) == v for k, v in journal.items())
-    done = engine.apply(store, checked, journal={**journal, "data": data}, pre=pre.id,
-                        folder_modes=target_tree, prune_to=target_tree if prune else None)
+    journal: dict[str, Any] = {
+        "op": kind,
+        "session": session,
+        "turns": turns,
+        "file": data.get("file"),
+    }
+    resumed = isinstance(previous, dict) and all(previous.get(k) == v for k, v in journal.items())
+    done = engine.apply(
+        store,
+        checked,
+        journal={**journal, "data": data},
+        pre=pre.id,
+        folder_modes=target_tree,
+        prune_to=target_tree if prune else None,
+    )
     paths = [p.rstrip("/") for p in done.restored]
     first_pre = pre.id
     if resumed:
@@ -191,9 +224,14 @@ def _run(rec: Recording, session: str, kind: str, turns: list[int],
     writes = {p: w for p, _e, w in pairs}
     wrote = {p: encode_state(writes[p]) for p in paths if p in writes}
     with store.meta.tx():
-        op_id = store.meta.add_op(session, record_as or kind, turns, first_pre,
-                                  {**data, "paths": sorted(set(paths)), "wrote": wrote},
-                                  time.time())
+        op_id = store.meta.add_op(
+            session,
+            record_as or kind,
+            turns,
+            first_pre,
+            {**data, "paths": sorted(set(paths)), "wrote": wrote},
+            time.time(),
+        )
         if record_state != "active":
             store.meta.set_op_state(op_id, record_state)
         if not done.failed:
@@ -201,13 +239,29 @@ def _run(rec: Recording, session: str, kind: str, turns: list[int],
     engine.raise_if_failed(done, kind, pre.id)
     actions: dict[str, PlanAction] = {
         m.path: "A" if m.write is None else "D" if m.now is None else "M"
-        for m in checked.todo if m.path in wrote}
-    return TurnOpResult(kind, turns, pre.id, done.restored, done.not_restored,
-                        done.conflicts if force else [], left=done.left, actions=actions)
+        for m in checked.todo
+        if m.path in wrote
+    }
+    return TurnOpResult(
+        kind,
+        turns,
+        pre.id,
+        done.restored,
+        done.not_restored,
+        done.conflicts if force else [],
+        left=done.left,
+        actions=actions,
+    )
 
 
-def undo(rec: Recording, session: str, *, turn: int | None = None,
-         file: str | None = None, force: bool = False) -> TurnOpResult:
+def undo(
+    rec: Recording,
+    session: str,
+    *,
+    turn: int | None = None,
+    file: str | None = None,
+    force: bool = False,
+) -> TurnOpResult:
     """Take back a turn (the last one that changed something, or ``turn``), or one file of it.
 
     Args:
@@ -230,8 +284,14 @@ def undo(rec: Recording, session: str, *, turn: int | None = None,
         if turn is None:
             # The last turn that changed something (or this file): a turn that changed
             # nothing (the agent's reply asking for the undo) is not the one meant.
-            done = [t for t in turns if t.state == "done" and any(
-                file is None or c.path == file for c in store.meta.change_rows(session, t.n))]
+            done = [
+                t
+                for t in turns
+                if t.state == "done"
+                and any(
+                    file is None or c.path == file for c in store.meta.change_rows(session, t.n)
+                )
+            ]
             if not done:
                 if file is not None:
                     raise UsageError(f"no turn to take {file} back from")
@@ -255,11 +315,19 @@ def undo(rec: Recording, session: str, *, turn: int | None = None,
             if file is None:
                 meta.set_turn_state(session, n, "undone")
 
-        return _run(rec, session, "undo", [n],
-                    [(p, after, before) for p, before, after in changes], force=force,
-                    describe=lambda p: f"{p} changed after turn {n}",
-                    target_tree=_tree_of(store, t.before), prune=True, data={"file": file},
-                    on_done=on_done)
+        return _run(
+            rec,
+            session,
+            "undo",
+            [n],
+            [(p, after, before) for p, before, after in changes],
+            force=force,
+            describe=lambda p: f"{p} changed after turn {n}",
+            target_tree=_tree_of(store, t.before),
+            prune=True,
+            data={"file": file},
+            on_done=on_done,
+        )
 
 
 def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
@@ -270,8 +338,9 @@ def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
     """
     store = rec.store
     with store.lock(exclusive=True):
-        ops = [op for op in store.meta.ops(session, state="active")
-               if op.kind in ("undo", "undo-file")]
+        ops = [
+            op for op in store.meta.ops(session, state="active") if op.kind in ("undo", "undo-file")
+        ]
         if not ops:
             return TurnOpResult("redo", [], None, nothing=True)
         op = ops[0]
@@ -283,23 +352,35 @@ def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
         # Only what that undo took back: files an earlier `undo --file` restored, or that
         # were already as before, were not written by it and are not brought back now.
         took = set(data.get("paths") or ())
-        changes = [c for c in _changes(store, session, n)
-                   if c[0] in took and (file is None or c[0] == file)]
+        changes = [
+            c
+            for c in _changes(store, session, n)
+            if c[0] in took and (file is None or c[0] == file)
+        ]
 
         def on_done(meta: MetaStore) -> None:
             meta.set_op_state(op_id, "redone")
             if file is None:
                 meta.set_turn_state(session, n, "done")
 
-        return _run(rec, session, "redo", [n],
-                    [(p, before, after) for p, before, after in changes], force=force,
-                    describe=lambda p: f"{p} changed after the undo of turn {n}",
-                    target_tree=_tree_of(store, pre), prune=False,
-                    data={"undo_op": op_id, "file": file}, on_done=on_done)
+        return _run(
+            rec,
+            session,
+            "redo",
+            [n],
+            [(p, before, after) for p, before, after in changes],
+            force=force,
+            describe=lambda p: f"{p} changed after the undo of turn {n}",
+            target_tree=_tree_of(store, pre),
+            prune=False,
+            data={"undo_op": op_id, "file": file},
+            on_done=on_done,
+        )
 
 
-def _redo_file(rec: Recording, session: str, op_id: int, pre: str | None,
-               data: dict[str, Any], *, force: bool) -> TurnOpResult:
+def _redo_file(
+    rec: Recording, session: str, op_id: int, pre: str | None, data: dict[str, Any], *, force: bool
+) -> TurnOpResult:
     """Bring back what a one-file undo took back: the file as it was when the undo began."""
     store = rec.store
     pre_tree = _tree_of(store, pre)
@@ -307,17 +388,26 @@ def _redo_file(rec: Recording, session: str, op_id: int, pre: str | None,
     assert isinstance(wrote, dict)
     if pre_tree is None:
         raise UsageError(f"the snapshot taken before the undo ({pre}) is missing")
-    pairs: list[_Pair] = [(p, decode_state(w), lookup(store.objects.get_tree, pre_tree, p))
-                          for p, w in sorted(wrote.items())]
-    return _run(rec, session, "redo", [], pairs, force=force,
-                describe=lambda p: f"{p} changed after its undo",
-                target_tree=pre_tree, prune=False,
-                data={"undo_op": op_id, "file": data.get("file")},
-                on_done=lambda meta: meta.set_op_state(op_id, "redone"))
+    pairs: list[_Pair] = [
+        (p, decode_state(w), lookup(store.objects.get_tree, pre_tree, p))
+        for p, w in sorted(wrote.items())
+    ]
+    return _run(
+        rec,
+        session,
+        "redo",
+        [],
+        pairs,
+        force=force,
+        describe=lambda p: f"{p} changed after its undo",
+        target_tree=pre_tree,
+        prune=False,
+        data={"undo_op": op_id, "file": data.get("file")},
+        on_done=lambda meta: meta.set_op_state(op_id, "redone"),
+    )
 
 
-def revert(rec: Recording, session: str, *, to_turn: int,
-           force: bool = False) -> TurnOpResult:
+def revert(rec: Recording, session: str, *, to_turn: int, force: bool = False) -> TurnOpResult:
     """Take back every turn after ``to_turn`` at once (or move a standing revert there).
 
     Each file goes back to its state before the first of those turns changed it (the
@@ -334,9 +424,11 @@ def revert(rec: Recording, session: str, *, to_turn: int,
         all_turns = _turns(store, session)
         last = all_turns[-1].n if all_turns else 0
         if to_turn < 0 or to_turn > last:
-            raise UsageError(f"no turn {to_turn} in session {session!r} "
-                             f"(it has turns 1 to {last})" if last else
-                             f"session {session!r} has no turn to revert to")
+            raise UsageError(
+                f"no turn {to_turn} in session {session!r} (it has turns 1 to {last})"
+                if last
+                else f"session {session!r} has no turn to revert to"
+            )
         standing = store.meta.ops(session, kind="revert", state="active")
         if standing:
             return _move_revert(rec, session, all_turns, standing[0], to_turn, force)
@@ -357,15 +449,24 @@ def revert(rec: Recording, session: str, *, to_turn: int,
             for n in nums:
                 meta.set_turn_state(session, n, "reverted")
 
-        return _run(rec, session, "revert", nums,
-                    [(p, last_after[p], first[p]) for p in sorted(first)], force=force,
-                    describe=lambda p: f"{p} changed after turn {who[p]}",
-                    target_tree=_tree_of(store, turns[0].before), prune=True,
-                    data={"to_turn": to_turn}, on_done=on_done)
+        return _run(
+            rec,
+            session,
+            "revert",
+            nums,
+            [(p, last_after[p], first[p]) for p in sorted(first)],
+            force=force,
+            describe=lambda p: f"{p} changed after turn {who[p]}",
+            target_tree=_tree_of(store, turns[0].before),
+            prune=True,
+            data={"to_turn": to_turn},
+            on_done=on_done,
+        )
 
 
-def _move_revert(rec: Recording, session: str, all_turns: list[_Turn],
-                 op: OpRow, to_turn: int, force: bool) -> TurnOpResult:
+def _move_revert(
+    rec: Recording, session: str, all_turns: list[_Turn], op: OpRow, to_turn: int, force: bool
+) -> TurnOpResult:
     """Move a standing revert to ``to_turn``: the state that turn left, exactly."""
     store = rec.store
     op_id, reverted, data = op.id, op.turns, op.data
@@ -380,8 +481,7 @@ def _move_revert(rec: Recording, session: str, all_turns: list[_Turn],
     paths = sorted({p for t in live if t.n > low for p, _b, _a in lists[t.n]})
     pairs: list[_Pair] = []
     for p in paths:
-        touching = [(t.n, before, after) for t in live for q, before, after in lists[t.n]
-                    if q == p]
+        touching = [(t.n, before, after) for t in live for q, before, after in lists[t.n] if q == p]
         later = [x for x in touching if x[0] > to_turn]
         want = later[0][1] if later else [x for x in touching if x[0] <= to_turn][-1][2]
         by_revert = [x for x in touching if x[0] in held]
@@ -398,12 +498,21 @@ def _move_revert(rec: Recording, session: str, all_turns: list[_Turn],
             meta.set_op_state(op_id, "unreverted")
 
     moved = sorted(held.symmetric_difference(after))
-    return _run(rec, session, "revert", moved, pairs, force=force,
-                describe=lambda p: f"{p} changed after the revert to turn {old_to}",
-                target_tree=_tree_of(store, first_later.before) if first_later else None,
-                prune=first_later is not None and to_turn < old_to,
-                data={"to_turn": to_turn, "moved": op_id}, on_done=on_done,
-                record_as="revert-move", record_state="final")
+    return _run(
+        rec,
+        session,
+        "revert",
+        moved,
+        pairs,
+        force=force,
+        describe=lambda p: f"{p} changed after the revert to turn {old_to}",
+        target_tree=_tree_of(store, first_later.before) if first_later else None,
+        prune=first_later is not None and to_turn < old_to,
+        data={"to_turn": to_turn, "moved": op_id},
+        on_done=on_done,
+        record_as="revert-move",
+        record_state="final",
+    )
 
 
 def unrevert(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
@@ -432,15 +541,22 @@ def unrevert(rec: Recording, session: str, *, force: bool = False) -> TurnOpResu
             for n in turns:
                 meta.set_turn_state(session, n, "done")
 
-        return _run(rec, session, "unrevert", turns,
-                    [(p, first[p], lookup(get_tree, pre_tree, p)) for p in sorted(first)],
-                    force=force, describe=lambda p: f"{p} changed after the revert",
-                    target_tree=pre_tree, prune=False, data={"revert_op": op_id},
-                    on_done=on_done)
+        return _run(
+            rec,
+            session,
+            "unrevert",
+            turns,
+            [(p, first[p], lookup(get_tree, pre_tree, p)) for p in sorted(first)],
+            force=force,
+            describe=lambda p: f"{p} changed after the revert",
+            target_tree=pre_tree,
+            prune=False,
+            data={"revert_op": op_id},
+            on_done=on_done,
+        )
 
 
-def recorded_state(store: Store, session: str, path: str
-                   ) -> tuple[str | None, Entry | None]:
+def recorded_state(store: Store, session: str, path: str) -> tuple[str | None, Entry | None]:
     """Return what the session's record says ``path`` holds now, and what left it so.
 
     The newest of: what a turn left there (its change list), what an undo, redo, revert,
@@ -463,8 +579,7 @@ def recorded_state(store: Store, session: str, path: str
         wrote = op.data.get("wrote")
         if isinstance(wrote, dict) and path in wrote:
             of = f" of turn {', '.join(map(str, op.turns))}" if op.turns else ""
-            seen.append((times.get(op.id, 0.0), f"the {op.kind}{of}",
-                         decode_state(wrote[path])))
+            seen.append((times.get(op.id, 0.0), f"the {op.kind}{of}", decode_state(wrote[path])))
     if seen:
         _at, source, state = max(seen, key=lambda x: x[0])
         return source, state
@@ -481,11 +596,11 @@ def _step_changed(store: Store, before: str | None, after: str | None, path: str
     """Whether the snapshots before and after a step differ at ``path``."""
     a, b = _tree_of(store, before), _tree_of(store, after)
     return bool(a and b) and any(
-        p == path for p, _x, _y in diff_trees(store.objects.get_tree, a, b))
+        p == path for p, _x, _y in diff_trees(store.objects.get_tree, a, b)
+    )
 
 
-def _first_change(store: Store, session: str, path: str
-                  ) -> tuple[str, str | None, Entry | None]:
+def _first_change(store: Store, session: str, path: str) -> tuple[str, str | None, Entry | None]:
     """Return (ref, snapshot before, state before) of the session's first change to ``path``.
 
     Raises:
@@ -511,8 +626,9 @@ def _first_change(store: Store, session: str, path: str
     raise UsageError(f"session {session!r} did not change {path}")
 
 
-def _last_recorded(store: Store, session: str, path: str, before: Entry | None
-                   ) -> tuple[str | None, Entry | None]:
+def _last_recorded(
+    store: Store, session: str, path: str, before: Entry | None
+) -> tuple[str | None, Entry | None]:
     """What the session's snapshots last saw at ``path``, when they saw it changed.
 
     For a session without turns: a checkpoint taken after the agent's edit holds the
@@ -527,8 +643,7 @@ def _last_recorded(store: Store, session: str, path: str, before: Entry | None
     return None, None
 
 
-def undo_file(rec: Recording, session: str, path: str, *,
-              force: bool = False) -> TurnOpResult:
+def undo_file(rec: Recording, session: str, path: str, *, force: bool = False) -> TurnOpResult:
     """Put one file back as it was before the session first changed it.
 
     A file the session created is removed (and the folders made for it, when empty). The
@@ -553,9 +668,18 @@ def undo_file(rec: Recording, session: str, path: str, *,
             # taken before keeps it).
             get_tree = store.objects.get_tree
             pairs = lambda pre_tree: [(path, lookup(get_tree, pre_tree, path), before)]  # noqa: E731
-        result = _run(rec, session, "undo-file", [], pairs, force=force,
-                      describe=lambda p: f"{p} changed after {source}",
-                      target_tree=_tree_of(store, snap), prune=True, data={"file": path},
-                      on_done=lambda meta: None)
+        result = _run(
+            rec,
+            session,
+            "undo-file",
+            [],
+            pairs,
+            force=force,
+            describe=lambda p: f"{p} changed after {source}",
+            target_tree=_tree_of(store, snap),
+            prune=True,
+            data={"file": path},
+            on_done=lambda meta: None,
+        )
         result.ref = ref
         return result

@@ -11,8 +11,9 @@ from ..model import DIR, Entry, Tree, entry_state
 Delta = tuple[str, Entry | None, Entry | None]
 
 
-def diff_trees(get_tree: Callable[[str], Tree], old: str | None, new: str | None,
-               prefix: str = "") -> Iterator[Delta]:
+def diff_trees(
+    get_tree: Callable[[str], Tree], old: str | None, new: str | None, prefix: str = ""
+) -> Iterator[Delta]:
     """Yield every path whose entry differs between tree ``old`` and tree ``new``.
 
     Folders appear as entries of kind ``d`` when they appear, vanish or change mode;

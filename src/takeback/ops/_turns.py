@@ -48,8 +48,7 @@ from ._treediff import diff_trees
 # -- reading one path ----------------------------------------------------------------
 
 
-def read_state(store: Store, opts: Options, rel: str, *, text: str | None = None
-               ) -> Entry | None:
+def read_state(store: Store, opts: Options, rel: str, *, text: str | None = None) -> Entry | None:
     """Return the current state of one path as an entry, storing its bytes.
 
     A file over the size limit is not stored, but its SHA-256 is kept in the entry's
@@ -90,7 +89,7 @@ def read_state(store: Store, opts: Options, rel: str, *, text: str | None = None
         if disk.startswith(bom) and not data.startswith(bom):
             data = bom + data
         elif not disk.startswith(bom) and data.startswith(bom) and st is not None:
-            data = data[len(bom):]
+            data = data[len(bom) :]
         mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else 0o644
         if len(data) > opts.max_file_bytes:
             return Entry(LARGE, mode, hashlib.sha256(data).hexdigest(), len(data))
@@ -144,8 +143,15 @@ def begin_turn(store: Store, session: str, label: str, before: str | None) -> in
     return n
 
 
-def touch(rec: Recording, session: str, turn: int, rel: str, *,
-          text: str | None = None, tool_call_id: str | None = None) -> bool:
+def touch(
+    rec: Recording,
+    session: str,
+    turn: int,
+    rel: str,
+    *,
+    text: str | None = None,
+    tool_call_id: str | None = None,
+) -> bool:
     """Keep a file's state before a file tool writes it (the first touch in a turn wins).
 
     A later touch of the same path keeps nothing, but when it comes from another tool
@@ -173,9 +179,16 @@ def touch(rec: Recording, session: str, turn: int, rel: str, *,
         return meta.add_touch(session, turn, rel, encode_state(entry), tool_call_id)
 
 
-def join_command(rec: Recording, session: str, turn: int, before_tree: str,
-                 after_tree: str, tool_call_id: str | None, *,
-                 before_at: float | None = None) -> list[tuple[str, Entry | None, Entry | None]]:
+def join_command(
+    rec: Recording,
+    session: str,
+    turn: int,
+    before_tree: str,
+    after_tree: str,
+    tool_call_id: str | None,
+    *,
+    before_at: float | None = None,
+) -> list[tuple[str, Entry | None, Entry | None]]:
     """Add the paths a command changed to the turn, with their state before the command.
 
     ``before_at`` is when that state was seen (the snapshot before the command): a path
@@ -207,8 +220,7 @@ def join_command(rec: Recording, session: str, turn: int, before_tree: str,
             # A folder is kept as one (its mode), not as its tree: its files are changes
             # of their own.
             o = Entry(DIR, old.mode, "", 0) if old is not None and old.kind == DIR else old
-            store.meta.add_touch(session, turn, path, encode_state(o), tool_call_id,
-                                 at=before_at)
+            store.meta.add_touch(session, turn, path, encode_state(o), tool_call_id, at=before_at)
     return deltas
 
 
@@ -249,21 +261,39 @@ def _change_rows(store: Store, opts: Options, session: str, turn: int) -> list[C
         # folder stays in the record so that undo and redo expect it and put it back.
         gone = after is None or (after.kind == DIR and before is not None)
         status: ChangeStatus = (
-            "created" if before is None or (before.kind == DIR and after is not None)
-            else "deleted" if gone else "modified")
+            "created"
+            if before is None or (before.kind == DIR and after is not None)
+            else "deleted"
+            if gone
+            else "modified"
+        )
         added, removed = line_counts(_content(store, before), _content(store, after))
         undoable = before is None or before.kind not in (LARGE, UNREADABLE)
-        rows.append(ChangeRow(
-            path=path, status=status, added=added, removed=removed,
-            before=encode_state(before), after=encode_state(after),
-            sha256=None if after is None or after.kind == DIR else after.oid,
-            undoable=undoable))
+        rows.append(
+            ChangeRow(
+                path=path,
+                status=status,
+                added=added,
+                removed=removed,
+                before=encode_state(before),
+                after=encode_state(after),
+                sha256=None if after is None or after.kind == DIR else after.oid,
+                undoable=undoable,
+            )
+        )
     return rows
 
 
 def _change(r: ChangeRow) -> Change:
-    return Change(r.path, r.status, r.added, r.removed, r.sha256, r.undoable,
-                  change_kind(r.status, r.before, r.after))
+    return Change(
+        r.path,
+        r.status,
+        r.added,
+        r.removed,
+        r.sha256,
+        r.undoable,
+        change_kind(r.status, r.before, r.after),
+    )
 
 
 def _content(store: Store, e: Entry | None) -> bytes | None:
@@ -282,19 +312,25 @@ def finish_open_steps(rec: Recording, session: str, turn: int) -> list[int]:
         The numbers of the steps finished.
     """
     store = rec.store
-    open_steps = [st for st in store.meta.steps(session)
-                  if st.command and st.turn == turn and st.before is not None
-                  and st.after is None and st.exit_code is None]
+    open_steps = [
+        st
+        for st in store.meta.steps(session)
+        if st.command
+        and st.turn == turn
+        and st.before is not None
+        and st.after is None
+        and st.exit_code is None
+    ]
     done = []
     for st in open_steps:
         before = store.meta.snapshot(st.before)  # type: ignore[arg-type]
         if before is None:
             continue
-        after = take(rec, kind="step-after", session=session, turn=turn, step=st.n,
-                     message=st.label)
+        after = take(
+            rec, kind="step-after", session=session, turn=turn, step=st.n, message=st.label
+        )
         with store.meta.tx():
             store.meta.finish_step(session, st.n, after.id, None)
-        join_command(rec, session, turn, before.tree, after.tree, None,
-                     before_at=before.created_at)
+        join_command(rec, session, turn, before.tree, after.tree, None, before_at=before.created_at)
         done.append(st.n)
     return done

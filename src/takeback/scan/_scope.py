@@ -19,8 +19,14 @@ def _read(path: str) -> bytes | None:
     return read_regular(path, limit=1 << 20)
 
 
-def in_scope(root: str, rel: str, *, exclude_env: bool = True, is_dir: bool = False,
-             exclude: tuple[str, ...] = ()) -> bool:
+def in_scope(
+    root: str,
+    rel: str,
+    *,
+    exclude_env: bool = True,
+    is_dir: bool = False,
+    exclude: tuple[str, ...] = (),
+) -> bool:
     """Return whether the workspace-relative path ``rel`` is recorded by a snapshot.
 
     Args:
@@ -42,8 +48,11 @@ def in_scope(root: str, rel: str, *, exclude_env: bool = True, is_dir: bool = Fa
     here = ""
     for i, part in enumerate(parts):
         folder = os.path.join(root, here) if here else root
-        rules = rules.descend(here, _read(os.path.join(folder, ".gitignore")),
-                              _read(os.path.join(folder, ".takebackignore")))
+        rules = rules.descend(
+            here,
+            _read(os.path.join(folder, ".gitignore")),
+            _read(os.path.join(folder, ".takebackignore")),
+        )
         path = f"{here}/{part}" if here else part
         last = i == len(parts) - 1
         if rules.ignored(path, is_dir if last else True):
@@ -70,8 +79,15 @@ class TreeScope:
     the workspace as it is now.
     """
 
-    def __init__(self, root: str, tree: str, *, get_tree: Callable[[str], Tree],
-                 read_blob: Callable[[str], bytes], exclude_env: bool = True) -> None:
+    def __init__(
+        self,
+        root: str,
+        tree: str,
+        *,
+        get_tree: Callable[[str], Tree],
+        read_blob: Callable[[str], bytes],
+        exclude_env: bool = True,
+    ) -> None:
         self._root = root
         self._tree = tree
         self._get_tree = get_tree

@@ -54,8 +54,9 @@ CACHE_KEY = "dirs-v6"
 #: count, own too-large file names, whether its ignore decisions consulted git's index,
 #: own unreadable entries (path, reason).
 _Fast = tuple[Any, ...]
-(_LISTING, _SKIP, _PARTIAL, _STAT, _NAMES, _IDS, _TREE, _FILES, _LARGE, _USES_INDEX,
- _UNREAD) = range(11)
+(_LISTING, _SKIP, _PARTIAL, _STAT, _NAMES, _IDS, _TREE, _FILES, _LARGE, _USES_INDEX, _UNREAD) = (
+    range(11)
+)
 _FAST_LEN = 11
 
 
@@ -182,8 +183,11 @@ class Scanner:
         self._dircache_get = dircache_get
         self.max_file_bytes = max_file_bytes
         self.exclude_env = exclude_env
-        self._exclude = {os.path.relpath(p, root) for p in exclude
-                         if p == root or p.startswith(root.rstrip("/") + "/")}
+        self._exclude = {
+            os.path.relpath(p, root)
+            for p in exclude
+            if p == root or p.startswith(root.rstrip("/") + "/")
+        }
         self._gitindex: GitIndex | None | bool = False
         self._old: dict[str, _Fast] = {}
         self._new: dict[str, _Fast] = {}
@@ -231,8 +235,9 @@ class Scanner:
         try:
             st = os.lstat(self.root)
         except OSError as e:
-            raise ScanError(f"cannot read the workspace root {self.root}: {e.strerror}",
-                            path=self.root) from e
+            raise ScanError(
+                f"cannot read the workspace root {self.root}: {e.strerror}", path=self.root
+            ) from e
         if not stat.S_ISDIR(st.st_mode):
             raise ScanError(f"the workspace root is not a folder: {self.root}", path=self.root)
         rules = IgnoreRules.for_root(self.root, exclude_env=self.exclude_env)
@@ -251,20 +256,26 @@ class Scanner:
             else:
                 tree_id = self._walk("", rules, key, False, revisit)
         except _Unreadable as e:
-            raise ScanError(f"cannot read the workspace root {self.root}: {e.reason}",
-                            path=self.root) from e
+            raise ScanError(
+                f"cannot read the workspace root {self.root}: {e.reason}", path=self.root
+            ) from e
         cache: bytes | None = None
         if self._new != self._old:
             cache = marshal.dumps(self._new)
             for gone in self._old.keys() - self._new.keys():
                 self._detail_out[gone] = None
         return ScanResult(
-            tree=tree_id, files=self._files, skipped=self._large[:SKIPPED_NAMED],
-            skipped_count=self._large_count, unreadable=self._unread[:SKIPPED_NAMED],
+            tree=tree_id,
+            files=self._files,
+            skipped=self._large[:SKIPPED_NAMED],
+            skipped_count=self._large_count,
+            unreadable=self._unread[:SKIPPED_NAMED],
             unreadable_count=self._unread_count,
             duration_ms=int((time.monotonic() - t0) * 1000),
-            changed_dirs=self._changed_dirs, hashed_files=self._hashed,
-            cache=cache, cache_rows=self._detail_out,
+            changed_dirs=self._changed_dirs,
+            hashed_files=self._hashed,
+            cache=cache,
+            cache_rows=self._detail_out,
         )
 
     def _root_key(self) -> bytes:
@@ -333,7 +344,7 @@ class Scanner:
             try:
                 view = memoryview(payload)
                 while view:
-                    view = view[os.write(wfd, view):]
+                    view = view[os.write(wfd, view) :]
             finally:
                 os._exit(code)
         os.close(wfd)
@@ -354,8 +365,9 @@ class Scanner:
                 self._check(*job, theirs_found)
         return dirty + theirs_found
 
-    def _check(self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool,
-               dirty: list[str]) -> None:
+    def _check(
+        self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, dirty: list[str]
+    ) -> None:
         old = self._old.get(rel)
         try:
             got = self._list(rel, rules, key, excluded, old)
@@ -366,13 +378,13 @@ class Scanner:
             dirty.append(rel)
         prefix = rel + "/"
         for name, _mode in got.subdirs:
-            self._check(prefix + name, got.rules, got.key, excluded or name in got.partial,
-                        dirty)
+            self._check(prefix + name, got.rules, got.key, excluded or name in got.partial, dirty)
 
     # -- one folder ------------------------------------------------------------------
 
-    def _list(self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool,
-              old: _Fast | None) -> _Listing:
+    def _list(
+        self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, old: _Fast | None
+    ) -> _Listing:
         """List one folder: its rules, what is in scope, and the digests of both."""
         absdir = os.path.join(self.root, rel) if rel else self.root
         try:
@@ -385,8 +397,10 @@ class Scanner:
         names = [d.name for d in dirents]
         # The listing names each entry with its kind: a file that becomes a folder of the
         # same name must be decided again (a "build/" pattern matches only the folder).
-        kinds = [n + "/" if d.is_dir(follow_symlinks=False) else n
-                 for n, d in zip(names, dirents, strict=True)]
+        kinds = [
+            n + "/" if d.is_dir(follow_symlinks=False) else n
+            for n, d in zip(names, dirents, strict=True)
+        ]
         if ".gitignore" in names or ".takebackignore" in names:
             gi = self._read_small(absdir, ".gitignore") if ".gitignore" in names else None
             ti = self._read_small(absdir, ".takebackignore") if ".takebackignore" in names else None
@@ -433,11 +447,13 @@ class Scanner:
                 kept.append((name, st))
                 sigs.append((name, m, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
         stat_key = _digest(key, marshal.dumps(sigs))
-        return _Listing(rules, key, listing_key, skip, partial, uses_index, stat_key, kept,
-                        subdirs, unreadable)
+        return _Listing(
+            rules, key, listing_key, skip, partial, uses_index, stat_key, kept, subdirs, unreadable
+        )
 
-    def _walk(self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool,
-              revisit: set[str] | None) -> str:
+    def _walk(
+        self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, revisit: set[str] | None
+    ) -> str:
         old = self._old.get(rel)
         if revisit is not None and rel not in revisit and old is not None:
             self._keep_subtree(rel)
@@ -448,23 +464,36 @@ class Scanner:
         closed: dict[str, str] = {}
         for name, _mode in got.subdirs:
             try:
-                ids.append(self._walk(prefix + name, got.rules, got.key,
-                                      excluded or name in got.partial, revisit))
+                ids.append(
+                    self._walk(
+                        prefix + name, got.rules, got.key, excluded or name in got.partial, revisit
+                    )
+                )
             except _Unreadable as e:
                 ids.append("")
                 closed[name] = e.reason
         children = tuple(ids)
         names = tuple(name for name, _m in got.subdirs)
-        if old is not None and old[_STAT] == got.stat_key and old[_IDS] == children \
-                and old[_LISTING] == got.listing_key:
+        if (
+            old is not None
+            and old[_STAT] == got.stat_key
+            and old[_IDS] == children
+            and old[_LISTING] == got.listing_key
+        ):
             self._new[rel] = old
             self._count(old[_FILES], old[_LARGE], old[_UNREAD])
             return str(old[_TREE])
         return self._rebuild(rel, got, names, children, old, closed)
 
-    def _rebuild(self, rel: str, got: _Listing, names: tuple[str, ...],
-                 children: tuple[str, ...], old: _Fast | None,
-                 closed: dict[str, str]) -> str:
+    def _rebuild(
+        self,
+        rel: str,
+        got: _Listing,
+        names: tuple[str, ...],
+        children: tuple[str, ...],
+        old: _Fast | None,
+        closed: dict[str, str],
+    ) -> str:
         self._changed_dirs += 1
         prefix = rel + "/" if rel else ""
         detail: dict[str, Any] = {}
@@ -482,8 +511,13 @@ class Scanner:
         racy = False
         files = 0
         for name, st in got.kept:
-            sig: tuple[int, ...] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                                    st.st_ino)
+            sig: tuple[int, ...] = (
+                st.st_mode,
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_ino,
+            )
             cached = detail.get(name)
             entry: Entry | None
             if cached is not None and cached[0] == sig:
@@ -509,8 +543,10 @@ class Scanner:
             else:
                 saved = sig
             tree[name] = entry
-            new_detail[name] = (saved, (entry.kind, entry.mode, bytes.fromhex(entry.oid),
-                                        entry.size))
+            new_detail[name] = (
+                saved,
+                (entry.kind, entry.mode, bytes.fromhex(entry.oid), entry.size),
+            )
             if entry.kind == LARGE:
                 large.append(prefix + name)
             else:
@@ -527,9 +563,19 @@ class Scanner:
                 tree[name] = Entry(DIR, mode, cid, 0)
         unread.sort()
         tree_id = self._put("tree", encode_tree(tree), None, old[_TREE] if old else None)
-        self._new[rel] = (got.listing_key, got.skip, got.partial,
-                          b"" if racy else got.stat_key, names, children, tree_id, files,
-                          tuple(large), got.uses_index, tuple(unread))
+        self._new[rel] = (
+            got.listing_key,
+            got.skip,
+            got.partial,
+            b"" if racy else got.stat_key,
+            names,
+            children,
+            tree_id,
+            files,
+            tuple(large),
+            got.uses_index,
+            tuple(unread),
+        )
         self._detail_out[rel] = marshal.dumps(new_detail)
         self._count(files, tuple(large), tuple(unread))
         return tree_id
@@ -539,8 +585,9 @@ class Scanner:
         if self._on_progress is not None and self._hashed % 500 == 0:
             self._on_progress(self._hashed)
 
-    def _count(self, files: int, large: tuple[str, ...],
-               unread: tuple[tuple[str, str], ...]) -> None:
+    def _count(
+        self, files: int, large: tuple[str, ...], unread: tuple[tuple[str, str], ...]
+    ) -> None:
         self._files += files
         self._large_count += len(large)
         room = SKIPPED_NAMED - len(self._large)
@@ -566,8 +613,9 @@ class Scanner:
         for name in fast[_NAMES]:
             self._keep_subtree(prefix + name)
 
-    def _decide(self, rel: str, dirents: list[os.DirEntry[str]], rules: IgnoreRules,
-                excluded: bool) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    def _decide(
+        self, rel: str, dirents: list[os.DirEntry[str]], rules: IgnoreRules, excluded: bool
+    ) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
         """Return the names a folder leaves out, and its ignored folders git tracks files in.
 
         Left out: what the ignore rules match (unless git tracks it), ``.git``, our own
@@ -608,16 +656,16 @@ class Scanner:
 
     # -- one file --------------------------------------------------------------------
 
-    def _read_entry(self, rel: str, st: os.stat_result, base: str | None = None
-                    ) -> tuple[Entry, tuple[int, ...]] | None:
+    def _read_entry(
+        self, rel: str, st: os.stat_result, base: str | None = None
+    ) -> tuple[Entry, tuple[int, ...]] | None:
         """Hash (and store) a file or symlink; None if it vanished.
 
         Raises:
             _Unreadable: it cannot be read (no permission, an I/O error).
         """
         path = os.path.join(self.root, rel)
-        sig: tuple[int, ...] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                                st.st_ino)
+        sig: tuple[int, ...] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
         if stat.S_ISLNK(st.st_mode):
             try:
                 target = os.fsencode(os.readlink(path))

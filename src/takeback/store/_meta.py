@@ -113,19 +113,32 @@ CREATE TABLE IF NOT EXISTS kv(key TEXT PRIMARY KEY, value BLOB NOT NULL);
 """
 
 #: every table of the schema (an existing store must have them all)
-_TABLES = ("meta", "snapshots", "sessions", "steps", "turns", "touches", "changes", "ops",
-           "dircache", "kv")
+_TABLES = (
+    "meta",
+    "snapshots",
+    "sessions",
+    "steps",
+    "turns",
+    "touches",
+    "changes",
+    "ops",
+    "dircache",
+    "kv",
+)
 #: columns added after the first release: (table, column, declaration)
-_ADDED_COLUMNS = (("touches", "at", "REAL NOT NULL DEFAULT 0"),
-                  ("steps", "command", "INTEGER NOT NULL DEFAULT 0"),
-                  ("snapshots", "unreadable", "TEXT NOT NULL DEFAULT '[]'"),
-                  ("snapshots", "unreadable_count", "INTEGER NOT NULL DEFAULT 0"))
+_ADDED_COLUMNS = (
+    ("touches", "at", "REAL NOT NULL DEFAULT 0"),
+    ("steps", "command", "INTEGER NOT NULL DEFAULT 0"),
+    ("snapshots", "unreadable", "TEXT NOT NULL DEFAULT '[]'"),
+    ("snapshots", "unreadable_count", "INTEGER NOT NULL DEFAULT 0"),
+)
 
 #: Opening a store: its version, and whether every table is there, in one query.
 _OPEN_QUERY = (
     "SELECT (SELECT value FROM meta WHERE key='schema_version'), "
     "(SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ("
-    + ", ".join(f"'{t}'" for t in _TABLES) + "))"
+    + ", ".join(f"'{t}'" for t in _TABLES)
+    + "))"
 )
 
 _SNAP_COLS = (
@@ -228,9 +241,18 @@ def _step(r: tuple[Any, ...]) -> StepInfo:
 
 def _snap(row: tuple[Any, ...]) -> SnapshotInfo:
     return SnapshotInfo(
-        id=row[0], tree=row[1], created_at=row[2], kind=row[3], session=row[4], turn=row[5],
-        step=row[6], message=row[7], files=row[8], skipped=tuple(json.loads(row[9])),
-        skipped_count=row[10], duration_ms=row[11],
+        id=row[0],
+        tree=row[1],
+        created_at=row[2],
+        kind=row[3],
+        session=row[4],
+        turn=row[5],
+        step=row[6],
+        message=row[7],
+        files=row[8],
+        skipped=tuple(json.loads(row[9])),
+        skipped_count=row[10],
+        duration_ms=row[11],
         unreadable=tuple((str(p), str(r)) for p, r in json.loads(row[12])),
         unreadable_count=row[13],
     )
@@ -374,9 +396,20 @@ class MetaStore:
         self.conn.execute(
             f"INSERT INTO snapshots({_SNAP_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                s.id, s.tree, s.created_at, s.kind, s.session, s.turn, s.step, s.message,
-                s.files, json.dumps(list(s.skipped)), s.skipped_count, s.duration_ms,
-                json.dumps([list(u) for u in s.unreadable]), s.unreadable_count,
+                s.id,
+                s.tree,
+                s.created_at,
+                s.kind,
+                s.session,
+                s.turn,
+                s.step,
+                s.message,
+                s.files,
+                json.dumps(list(s.skipped)),
+                s.skipped_count,
+                s.duration_ms,
+                json.dumps([list(u) for u in s.unreadable]),
+                s.unreadable_count,
             ),
         )
 
@@ -454,8 +487,16 @@ class MetaStore:
         self.conn.execute(
             "INSERT INTO steps(session, n, turn, before, after, label, exit_code, command) "
             "VALUES (?,?,?,?,?,?,?,?)",
-            (st.session, st.n, st.turn, st.before, st.after, st.label, st.exit_code,
-             int(st.command)),
+            (
+                st.session,
+                st.n,
+                st.turn,
+                st.before,
+                st.after,
+                st.label,
+                st.exit_code,
+                int(st.command),
+            ),
         )
 
     def last_recording_session(self) -> str | None:
@@ -467,8 +508,9 @@ class MetaStore:
 
     def set_step_start(self, session: str, n: int, *, before: str, turn: int | None) -> None:
         """Record a step's snapshot before it, and the turn it belongs to."""
-        self.conn.execute("UPDATE steps SET before=?, turn=? WHERE session=? AND n=?",
-                          (before, turn, session, n))
+        self.conn.execute(
+            "UPDATE steps SET before=?, turn=? WHERE session=? AND n=?", (before, turn, session, n)
+        )
 
     def finish_step(self, session: str, n: int, after: str | None, exit_code: int | None) -> None:
         """Record the snapshot after a step and the command's status."""
@@ -483,7 +525,8 @@ class MetaStore:
             return None
         row = self.conn.execute(
             "SELECT session, n, turn, before, after, label, exit_code, command FROM steps "
-            "WHERE session=? AND n=?", (session, n),
+            "WHERE session=? AND n=?",
+            (session, n),
         ).fetchone()
         return None if row is None else _step(row)
 
@@ -491,7 +534,8 @@ class MetaStore:
         """Return a session's steps in order."""
         rows = self.conn.execute(
             "SELECT session, n, turn, before, after, label, exit_code, command FROM steps "
-            "WHERE session=? ORDER BY n", (session,),
+            "WHERE session=? ORDER BY n",
+            (session,),
         )
         return [_step(r) for r in rows]
 
@@ -509,17 +553,23 @@ class MetaStore:
 
     def turn_rows(self, session: str) -> list[TurnRow]:
         """Return every turn of a session, in order."""
-        return [TurnRow(*r) for r in self.conn.execute(
-            "SELECT n, label, before, after, state FROM turns WHERE session=? ORDER BY n",
-            (session,),
-        )]
+        return [
+            TurnRow(*r)
+            for r in self.conn.execute(
+                "SELECT n, label, before, after, state FROM turns WHERE session=? ORDER BY n",
+                (session,),
+            )
+        ]
 
     def turn_end_times(self, session: str) -> dict[int, float]:
         """Return when each ended turn of the session ended."""
-        return {int(r[0]): float(r[1]) for r in self.conn.execute(
-            "SELECT n, ended_at FROM turns WHERE session=? AND ended_at IS NOT NULL",
-            (session,),
-        )}
+        return {
+            int(r[0]): float(r[1])
+            for r in self.conn.execute(
+                "SELECT n, ended_at FROM turns WHERE session=? AND ended_at IS NOT NULL",
+                (session,),
+            )
+        }
 
     def add_turn(self, session: str, n: int, label: str, before: str | None, at: float) -> None:
         """Open a turn."""
@@ -528,8 +578,9 @@ class MetaStore:
             (session, n, label, before, "open", at),
         )
 
-    def set_turn_state(self, session: str, n: int, state: str, *,
-                       ended: float | None = None) -> None:
+    def set_turn_state(
+        self, session: str, n: int, state: str, *, ended: float | None = None
+    ) -> None:
         """Change a turn's state (open, done, undone, reverted); ``ended`` when it ends."""
         if ended is None:
             self.conn.execute(
@@ -541,8 +592,16 @@ class MetaStore:
                 (state, ended, session, n),
             )
 
-    def add_touch(self, session: str, turn: int, path: str, state: str | None,
-                  tool_call_id: str | None, *, at: float | None = None) -> bool:
+    def add_touch(
+        self,
+        session: str,
+        turn: int,
+        path: str,
+        state: str | None,
+        tool_call_id: str | None,
+        *,
+        at: float | None = None,
+    ) -> bool:
         """Keep a file's state before the turn's first write; return False if already kept.
 
         A path already kept keeps its state, unless this one was seen earlier (``at``, by
@@ -554,7 +613,8 @@ class MetaStore:
         key = (session, turn, os.fsencode(path))
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO touches(session, turn, path, state, tool_call_id, at) "
-            "VALUES (?,?,?,?,?,?)", (*key, state, tool_call_id, when),
+            "VALUES (?,?,?,?,?,?)",
+            (*key, state, tool_call_id, when),
         )
         if cur.rowcount > 0:
             return True
@@ -564,7 +624,8 @@ class MetaStore:
         )
         self.conn.execute(
             "UPDATE touches SET tool_call_id=NULL WHERE session=? AND turn=? AND path=? "
-            "AND tool_call_id IS NOT ?", (session, turn, os.fsencode(path), tool_call_id),
+            "AND tool_call_id IS NOT ?",
+            (session, turn, os.fsencode(path), tool_call_id),
         )
         return False
 
@@ -582,30 +643,58 @@ class MetaStore:
         self.conn.executemany(
             "INSERT INTO changes(session, turn, path, status, added, removed, before, after, "
             "sha256, undoable) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [(session, turn, os.fsencode(r.path), r.status, r.added, r.removed, r.before,
-              r.after, r.sha256, int(r.undoable)) for r in rows],
+            [
+                (
+                    session,
+                    turn,
+                    os.fsencode(r.path),
+                    r.status,
+                    r.added,
+                    r.removed,
+                    r.before,
+                    r.after,
+                    r.sha256,
+                    int(r.undoable),
+                )
+                for r in rows
+            ],
         )
 
     def change_rows(self, session: str, turn: int) -> list[ChangeRow]:
         """Return a turn's change list as stored (states encoded), in path order."""
         rows = self.conn.execute(
             "SELECT path, status, added, removed, before, after, sha256, undoable FROM changes "
-            "WHERE session=? AND turn=? ORDER BY path", (session, turn),
+            "WHERE session=? AND turn=? ORDER BY path",
+            (session, turn),
         )
-        return [ChangeRow(_path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]))
-                for r in rows]
+        return [
+            ChangeRow(_path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows
+        ]
 
     def changes(self, session: str, turn: int) -> list[Change]:
         """Return a turn's change list."""
         return [
-            Change(path=r.path, status=r.status, added=r.added, removed=r.removed,
-                   sha256=r.sha256, undoable=r.undoable,
-                   kind=change_kind(r.status, r.before, r.after))
+            Change(
+                path=r.path,
+                status=r.status,
+                added=r.added,
+                removed=r.removed,
+                sha256=r.sha256,
+                undoable=r.undoable,
+                kind=change_kind(r.status, r.before, r.after),
+            )
             for r in self.change_rows(session, turn)
         ]
 
-    def add_op(self, session: str, kind: str, turns: list[int], pre: str | None,
-               data: dict[str, Any], at: float) -> int:
+    def add_op(
+        self,
+        session: str,
+        kind: str,
+        turns: list[int],
+        pre: str | None,
+        data: dict[str, Any],
+        at: float,
+    ) -> int:
         """Record an undo, redo, revert or unrevert (state ``active``); return its id."""
         cur = self.conn.execute(
             "INSERT INTO ops(session, kind, turns, pre, data, state, created_at) "
@@ -614,8 +703,7 @@ class MetaStore:
         )
         return int(cur.lastrowid or 0)
 
-    def ops(self, session: str, kind: str | None = None, state: str | None = None
-            ) -> list[OpRow]:
+    def ops(self, session: str, kind: str | None = None, state: str | None = None) -> list[OpRow]:
         """Return a session's ops (of one kind, in one state), newest first."""
         sql = "SELECT id, kind, turns, pre, data, state FROM ops WHERE session=?"
         args: list[Any] = [session]
@@ -633,13 +721,17 @@ class MetaStore:
 
     def op_times(self, session: str) -> dict[int, float]:
         """Return when each op of the session was recorded."""
-        return {int(r[0]): float(r[1]) for r in self.conn.execute(
-            "SELECT id, created_at FROM ops WHERE session=?", (session,))}
+        return {
+            int(r[0]): float(r[1])
+            for r in self.conn.execute("SELECT id, created_at FROM ops WHERE session=?", (session,))
+        }
 
     def update_op(self, op_id: int, turns: list[int], data: dict[str, Any]) -> None:
         """Change what an active op covers (a standing revert moved to another turn)."""
-        self.conn.execute("UPDATE ops SET turns=?, data=? WHERE id=?",
-                          (json.dumps(turns), json.dumps(data), op_id))
+        self.conn.execute(
+            "UPDATE ops SET turns=?, data=? WHERE id=?",
+            (json.dumps(turns), json.dumps(data), op_id),
+        )
 
     def set_op_state(self, op_id: int, state: str) -> None:
         """Mark an op (active, redone, unreverted, final)."""

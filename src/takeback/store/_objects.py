@@ -56,7 +56,6 @@ class _Pending(NamedTuple):
     depth: int
 
 
-
 class ObjectStore:
     """Blobs and trees by id. Writes are batched; ``flush()`` commits what is pending."""
 
@@ -129,8 +128,7 @@ class ObjectStore:
         row = self.conn.execute("SELECT 1 FROM objects WHERE oid=?", (oid,)).fetchone()
         return row is not None
 
-    def put(self, kind: str, data: bytes, oid: str | None = None,
-            base: str | None = None) -> str:
+    def put(self, kind: str, data: bytes, oid: str | None = None, base: str | None = None) -> str:
         """Add an object (if new) and return its id.
 
         Args:
@@ -181,7 +179,8 @@ class ObjectStore:
             with Tx(self.conn) as c:
                 c.executemany(
                     "INSERT OR IGNORE INTO objects(oid, kind, size, data, base, depth) "
-                    "VALUES (?,?,?,?,?,?)", rows,
+                    "VALUES (?,?,?,?,?,?)",
+                    rows,
                 )
         finally:
             # Written or not, these are dropped: a failed batch fails its snapshot, and
@@ -205,8 +204,11 @@ class ObjectStore:
         packed = self._cctx.compress(data)
         try:
             with Tx(self.conn) as c:
-                c.execute("INSERT OR REPLACE INTO objects(oid, kind, size, data, base, depth) "
-                          "VALUES (?,?,?,?,NULL,0)", (oid, kind, len(data), packed))
+                c.execute(
+                    "INSERT OR REPLACE INTO objects(oid, kind, size, data, base, depth) "
+                    "VALUES (?,?,?,?,NULL,0)",
+                    (oid, kind, len(data), packed),
+                )
         except sqlite3.Error:
             return False
         return True
@@ -227,12 +229,11 @@ class ObjectStore:
         if pending is not None:
             packed, base = pending.data, pending.base
         else:
-            row = self.conn.execute(
-                "SELECT data, base FROM objects WHERE oid=?", (oid,)
-            ).fetchone()
+            row = self.conn.execute("SELECT data, base FROM objects WHERE oid=?", (oid,)).fetchone()
             if row is None:
-                raise StoreCorruptError(f"store object {oid[:12]} is missing", path=self.path,
-                                        expected=oid)
+                raise StoreCorruptError(
+                    f"store object {oid[:12]} is missing", path=self.path, expected=oid
+                )
             packed, base = row
         z = self._z()
         try:
@@ -240,10 +241,12 @@ class ObjectStore:
                 data: bytes = self._dctx.decompress(packed)
             else:
                 if _depth > MAX_DEPTH:
-                    raise StoreCorruptError(f"store object {oid[:12]} has a delta loop",
-                                            path=self.path, expected=oid)
-                d = z.ZstdCompressionDict(self.get(base, _depth=_depth + 1),
-                                          dict_type=z.DICT_TYPE_RAWCONTENT)
+                    raise StoreCorruptError(
+                        f"store object {oid[:12]} has a delta loop", path=self.path, expected=oid
+                    )
+                d = z.ZstdCompressionDict(
+                    self.get(base, _depth=_depth + 1), dict_type=z.DICT_TYPE_RAWCONTENT
+                )
                 data = z.ZstdDecompressor(dict_data=d).decompress(packed)
         except z.ZstdError as e:
             raise StoreCorruptError(
@@ -253,7 +256,9 @@ class ObjectStore:
         if actual != oid:
             raise StoreCorruptError(
                 f"store object {oid[:12]} fails its hash check (got {actual[:12]})",
-                path=self.path, expected=oid, actual=actual,
+                path=self.path,
+                expected=oid,
+                actual=actual,
             )
         if base is not None or len(data) <= _MIN_DELTA * 64:
             # Bases of deltas are read again and again along a chain: keep a few.

@@ -194,11 +194,22 @@ def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Conne
             # every page), the file is read as immutable, which creates nothing.
             immutable = not os.path.exists(path + "-shm") and not os.path.exists(path + "-wal")
             uri = f"file:{quote(path)}?mode=ro" + ("&immutable=1" if immutable else "")
-            conn = sqlite3.connect(uri, uri=True, timeout=60.0, isolation_level=None,
-                                   check_same_thread=False, factory=_Connection)
+            conn = sqlite3.connect(
+                uri,
+                uri=True,
+                timeout=60.0,
+                isolation_level=None,
+                check_same_thread=False,
+                factory=_Connection,
+            )
         else:
-            conn = sqlite3.connect(path, timeout=60.0, isolation_level=None,
-                                   check_same_thread=False, factory=_Connection)
+            conn = sqlite3.connect(
+                path,
+                timeout=60.0,
+                isolation_level=None,
+                check_same_thread=False,
+                factory=_Connection,
+            )
             if create:
                 conn.execute("PRAGMA journal_mode=WAL")
                 prepare_writes(conn)
@@ -252,12 +263,10 @@ class Tx:
                 return
             except sqlite3.Error as e:
                 self._rollback()
-                raise StoreError(f"cannot write to the store: {e}",
-                                 path=db_path(self.conn)) from e
+                raise StoreError(f"cannot write to the store: {e}", path=db_path(self.conn)) from e
         self._rollback()
         if isinstance(exc, sqlite3.Error):
-            raise StoreError(f"cannot write to the store: {exc}",
-                             path=db_path(self.conn)) from exc
+            raise StoreError(f"cannot write to the store: {exc}", path=db_path(self.conn)) from exc
 
     def _rollback(self) -> None:
         try:

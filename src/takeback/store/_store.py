@@ -49,8 +49,7 @@ def _writable(path: str) -> bool:
     """Return whether this process may write the store folder and its databases."""
     if not os.access(path, os.W_OK | os.X_OK):
         return False
-    return all(os.access(os.path.join(path, name), os.W_OK)
-               for name in ("objects.db", "meta.db"))
+    return all(os.access(os.path.join(path, name), os.W_OK) for name in ("objects.db", "meta.db"))
 
 
 class Store:
@@ -105,12 +104,16 @@ class Store:
             raise StoreVersionError(
                 f"store format {version} is newer than this takeback knows ({FORMAT_VERSION}); "
                 "upgrade takeback to use it (pip install -U takeback)",
-                path=path, expected=FORMAT_VERSION, actual=version,
+                path=path,
+                expected=FORMAT_VERSION,
+                actual=version,
             )
         if stored_root != root:
             raise RootMismatchError(
                 f"store {path} belongs to {stored_root}, not {root}",
-                path=path, expected=root, actual=stored_root,
+                path=path,
+                expected=root,
+                actual=stored_root,
             )
         for name in ("objects.db", "meta.db"):
             if not os.path.lexists(os.path.join(path, name)):
@@ -121,8 +124,7 @@ class Store:
             objects_path = os.path.join(path, "objects.db")
             opened.append(connect(objects_path, create=False, readonly=readonly))
             objects = ObjectStore(opened[-1], objects_path)
-            opened.append(connect(os.path.join(path, "meta.db"), create=False,
-                                  readonly=readonly))
+            opened.append(connect(os.path.join(path, "meta.db"), create=False, readonly=readonly))
             meta = MetaStore(opened[-1])
             objects.check_schema()
             schema = meta.check_schema()
@@ -145,7 +147,9 @@ class Store:
             raise StoreVersionError(
                 f"store schema {schema} is newer than this takeback knows ({SCHEMA_VERSION}); "
                 "upgrade takeback to use it (pip install -U takeback)",
-                path=path, expected=SCHEMA_VERSION, actual=schema,
+                path=path,
+                expected=SCHEMA_VERSION,
+                actual=schema,
             )
         store = cls(path, root, objects, meta)
         store.readonly = readonly
@@ -157,11 +161,11 @@ class Store:
             os.makedirs(path, mode=0o700, exist_ok=True)
             os.chmod(path, 0o700)
         except OSError as e:
-            raise StoreError(f"cannot make the store {path}: {e.strerror or e}",
-                             path=path) from e
+            raise StoreError(f"cannot make the store {path}: {e.strerror or e}", path=path) from e
         info = {"format": FORMAT_VERSION, "root": root, "created_at": time.time()}
-        objects = ObjectStore(connect(os.path.join(path, "objects.db"), create=True),
-                              os.path.join(path, "objects.db"))
+        objects = ObjectStore(
+            connect(os.path.join(path, "objects.db"), create=True), os.path.join(path, "objects.db")
+        )
         objects.init_schema()
         meta = MetaStore(connect(os.path.join(path, "meta.db"), create=True))
         meta.init_schema()
@@ -193,8 +197,11 @@ class Store:
             StoreError: the store was opened read-only (everything under the lock writes).
         """
         if self.readonly:
-            raise StoreError(f"cannot write to the store {self.path}: it is read-only "
-                             "(it can be read, not recorded to)", path=self.path)
+            raise StoreError(
+                f"cannot write to the store {self.path}: it is read-only "
+                "(it can be read, not recorded to)",
+                path=self.path,
+            )
         if self._lock_depth:
             if exclusive and not self._lock_exclusive:
                 raise RuntimeError("cannot upgrade a shared store lock to exclusive")
@@ -269,7 +276,8 @@ class Store:
         try:
             fd = os.open(
                 os.path.join(self.path, "events.jsonl"),
-                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600,
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                0o600,
             )
             try:
                 os.write(fd, (json.dumps(event, sort_keys=True) + "\n").encode())
