@@ -1,12 +1,14 @@
 """Integrations layer: Claude Code's hook calls, mapped onto sessions, turns, touches and steps.
 
 The entry point behind ``takeback hook claude-code``: one JSON payload on stdin per call.
-``UserPromptSubmit`` begins a turn; ``PreToolUse`` of a file tool (Write, Edit, MultiEdit,
-NotebookEdit) touches the file it names; ``PreToolUse`` of Bash begins a command step (a
-snapshot before it) and ``PostToolUse`` of Bash finishes it (a snapshot after it; what it
-changed joins the turn); ``Stop`` ends the turn. Claude Code's session id is takeback's
-session. Which events and tools are installed in the settings file is
-:mod:`._claude_settings`' business.
+``UserPromptSubmit`` begins a turn; ``PreToolUse`` of a file tool (Write, Edit,
+MultiEdit, NotebookEdit) touches the file it names; ``PreToolUse`` of Bash begins a
+command step (a snapshot before it) and ``PostToolUse`` of Bash finishes it (a snapshot
+after it; what it changed joins the turn); ``Stop`` ends the turn. A command step still
+open at the session's next call (a Bash call that failed, when ``PostToolUseFailure`` is
+not installed) is finished then. Claude Code's session id is takeback's session. Which
+events and tools are installed in the settings file is :mod:`._claude_settings`'
+business.
 
 Hooks fail open: :func:`run` never raises. Whatever goes wrong is written to
 ``hook.log`` in the store, and the command exits 0 with nothing on stdout, because
@@ -178,10 +180,12 @@ class _Pending:
     def claim(self, tool_use_id: str | None) -> dict[str, Any] | None:
         return self._claim(os.path.join(self.dir, _key(tool_use_id or "-") + ".json"))
 
-    def claim_all(self) -> list[dict[str, Any]]:
+    def claim_all(self, *, but: str | None = None) -> list[dict[str, Any]]:
+        """Claim every pending step (but the one of tool call ``but``), oldest first."""
+        skip = _key(but) + ".json" if but is not None else None
         try:
-            names = sorted(n for n in os.listdir(self.dir) if n.endswith(".json"))
-        except FileNotFoundError:
+            names = sorted(n for n in os.listdir(self.dir) if n.endswith(".json") and n != skip)
+        except (FileNotFoundError, NotADirectoryError):
             return []
         found = [self._claim(os.path.join(self.dir, n)) for n in names]
         return sorted((r for r in found if r is not None), key=lambda r: int(r.get("step", 0)))
@@ -220,9 +224,21 @@ def _resume_step(session: Session, record: dict[str, Any]) -> Step | None:
     )
 
 
-def _finish_pending(session: Session, pending: _Pending) -> list[int]:
+def _finish_pending(ws: Workspace, name: str, *, but: str | None = None) -> list[int]:
+    """Finish the session's command steps still open (but the one of tool call ``but``).
+
+    A Bash call that fails gets no ``PostToolUse`` (Claude Code sends
+    ``PostToolUseFailure``, which older releases do not know). Its step is finished at
+    the session's next hook call, whatever the event: left open until ``Stop``, its
+    snapshot after would take in what anyone changed meanwhile (a person's edit too),
+    and undo would take that back as the agent's.
+    """
+    records = _Pending(ws.store_path, name).claim_all(but=but)
+    if not records:
+        return []
+    session = ws.session(name)
     done = []
-    for record in pending.claim_all():
+    for record in records:
         step = _resume_step(session, record)
         if step is not None:
             step.finish()
@@ -230,13 +246,35 @@ def _finish_pending(session: Session, pending: _Pending) -> list[int]:
     return done
 
 
-def handle(payload: Payload, ws: Workspace, *, session: str | None = None) -> str:
+def _expand_user(path: str, env: Mapping[str, str]) -> str:
+    """Return a file tool's path with a leading ``~`` expanded, as the agent expands it."""
+    if not path.startswith("~"):
+        return path
+    home = env.get("HOME")
+    if home and (path == "~" or path[1] in ("/", os.sep)):
+        return os.path.join(home, path[2:]) if len(path) > 2 else home
+    return os.path.expanduser(path)
+
+
+def handle(
+    payload: Payload,
+    ws: Workspace,
+    *,
+    session: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str:
     """Record one hook call; return what was done (for the debug log).
+
+    Every call first finishes the session's command steps still open (a Bash call
+    that failed got no ``PostToolUse``), but the one a ``PostToolUse`` of its own
+    finishes.
 
     Args:
         payload: the parsed hook payload.
         ws: the workspace (its root is the project's).
         session: the session's name (default: the payload's ``session_id``).
+        env: the hook's environment (``HOME``, for a path that starts with ``~``);
+            default: this process's.
 
     Raises:
         UsageError: a field the event needs is missing.
@@ -246,16 +284,21 @@ def handle(payload: Payload, ws: Workspace, *, session: str | None = None) -> st
     """
     event, tool = payload.event, payload.tool_name or ""
     name = session or payload.session_id
+    post = event in ("PostToolUse", "PostToolUseFailure") and tool in COMMAND_TOOLS
+    finished = _finish_pending(ws, name, but=(payload.tool_use_id or "-") if post else None)
+    done = f" (finished steps {finished})" if finished else ""
     if event == "PreToolUse" and tool in FILE_TOOLS:
         key = FILE_TOOLS[tool]
         path = payload.tool_input.get(key)
         if not isinstance(path, str) or not path:
             raise UsageError(f"{tool} payload has no tool_input.{key}")
+        path = _expand_user(path, os.environ if env is None else env)
         # Refused before anything is recorded: a path outside the root is never kept.
         rel = ws.rel(path, base=payload.cwd or ws.root)
         turn = _open_turn(ws.session(name))
         kept = turn.touch(rel, tool_call_id=payload.tool_use_id)
-        return f"turn {turn.n}: {'touched' if kept else 'already touched or out of scope'} {rel}"
+        what = "touched" if kept else "already touched or out of scope"
+        return f"turn {turn.n}: {what} {rel}{done}"
     if event == "PreToolUse" and tool in COMMAND_TOOLS:
         command = payload.tool_input.get("command")
         label = _label(command if isinstance(command, str) else tool) or tool
@@ -272,34 +315,28 @@ def handle(payload: Payload, ws: Workspace, *, session: str | None = None) -> st
                 "at": time.time(),
             },
         )
-        return f"turn {turn.n}: step {step.n} begun"
-    if event in ("PostToolUse", "PostToolUseFailure") and tool in COMMAND_TOOLS:
+        return f"turn {turn.n}: step {step.n} begun{done}"
+    if post:
         record = _Pending(ws.store_path, name).claim(payload.tool_use_id)
         if record is None:
-            return "no command step was begun for this tool call"
+            return f"no command step was begun for this tool call{done}"
         step_obj = _resume_step(ws.session(name), record)
         if step_obj is None:
-            return f"step {record.get('step')} was already finished"
+            return f"step {record.get('step')} was already finished{done}"
         step_obj.finish()
-        return f"step {step_obj.n} finished: {len(step_obj.changed)} path(s) changed"
+        return f"step {step_obj.n} finished: {len(step_obj.changed)} path(s) changed{done}"
     if event == "UserPromptSubmit":
-        s = ws.session(name)
-        finished = _finish_pending(s, _Pending(ws.store_path, name))
-        turn = s.turn(label=_label(payload.prompt))
-        return f"turn {turn.n} begun" + (f" (finished steps {finished})" if finished else "")
+        turn = ws.session(name).turn(label=_label(payload.prompt))
+        return f"turn {turn.n} begun{done}"
     if event in ("Stop", "SessionEnd"):
         if not ws.has_store():
             return "no store: nothing to end"
-        s = ws.session(name)
-        finished = _finish_pending(s, _Pending(ws.store_path, name))
-        current = s.current_turn()
+        current = ws.session(name).current_turn()
         if current is None:
-            return "no open turn"
+            return f"no open turn{done}"
         changes = current.end()
-        return f"turn {current.n} ended: {len(changes)} file(s) changed" + (
-            f" (finished steps {finished})" if finished else ""
-        )
-    return "ignored"
+        return f"turn {current.n} ended: {len(changes)} file(s) changed{done}"
+    return f"ignored{done}"
 
 
 # -- running one hook call -------------------------------------------------------------
@@ -481,7 +518,7 @@ def run(
             if _first_scan(ws):
                 deadline.extend(FIRST_SCAN_TIMEOUT)
         ws.on_event(lambda ev: _log_event(log_dir, payload, ev))
-        done = handle(payload, ws, session=call.session)
+        done = handle(payload, ws, session=call.session, env=env)
         if env.get("TAKEBACK_HOOK_DEBUG"):
             ms = (time.perf_counter() - started) * 1000
             _append_log(ws.store_path, _line(payload, f"ok in {ms:.0f} ms: {done}"))
