@@ -634,3 +634,141 @@ def test_a_symlinked_settings_file_is_written_through_and_stays_a_link(
     target.unlink()
     tb("hooks", "install", "claude-code", "--user")
     assert link.is_symlink() and len(_ours(json.loads(target.read_text()))) == 4
+
+
+# -- faults seen in real agent traffic -------------------------------------------------
+
+
+def _hook(tb: CLI, ws_dir: Path, env: dict[str, str] | None = None, **p: Any) -> None:
+    payload = {"session_id": "s", "cwd": str(ws_dir), **p}
+    proc = tb("hook", "claude-code", input=json.dumps(payload).encode(), env=env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_a_failed_bash_step_closes_at_the_next_hook_call_not_at_stop(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
+    (ws_dir / "a.txt").write_text("a\n")
+    (ws_dir / "mine.txt").write_text("mine\n")
+    _hook(tb, ws_dir, hook_event_name="UserPromptSubmit", prompt="go")
+    _hook(
+        tb,
+        ws_dir,
+        hook_event_name="PreToolUse",
+        tool_name="Bash",
+        tool_use_id="t1",
+        tool_input={"command": "sed -i s/a/b/ a.txt && false"},
+    )
+    (ws_dir / "a.txt").write_text("b\n")  # the command wrote, then failed: no PostToolUse
+    _hook(
+        tb,
+        ws_dir,
+        hook_event_name="PreToolUse",
+        tool_name="Edit",
+        tool_use_id="t2",
+        tool_input={"file_path": str(ws_dir / "a.txt")},
+    )
+    (ws_dir / "a.txt").write_text("c\n")
+    (ws_dir / "mine.txt").write_text("a person's edit\n")  # not the agent's
+    _hook(tb, ws_dir, hook_event_name="Stop")
+    assert not (store_dir / "hook.log").exists()
+    changes = json.loads(tb("changes", "--session", "s", "--json").stdout)["changes"]
+    assert [(c["path"], c["status"]) for c in changes] == [("a.txt", "modified")]
+    tb("undo", "--session", "s")
+    assert (ws_dir / "a.txt").read_text() == "a\n"
+    assert (ws_dir / "mine.txt").read_text() == "a person's edit\n"
+
+
+def test_a_tilde_path_is_read_as_the_agent_reads_it(
+    tb: CLI, ws_dir: Path, store_dir: Path, tmp_path: Path
+) -> None:
+    notes = ws_dir / "notes.md"
+    notes.write_text("old\n")
+    env = {"HOME": str(tmp_path)}  # the workspace is ~/ws
+    _hook(tb, ws_dir, env, hook_event_name="UserPromptSubmit", prompt="go")
+    _hook(
+        tb,
+        ws_dir,
+        env,
+        hook_event_name="PreToolUse",
+        tool_name="Write",
+        tool_use_id="t1",
+        tool_input={"file_path": "~/ws/notes.md", "content": "new\n"},
+    )
+    notes.write_text("new\n")
+    _hook(tb, ws_dir, env, hook_event_name="Stop")
+    assert not (store_dir / "hook.log").exists()
+    assert not (ws_dir / "~").exists()
+    changes = json.loads(tb("changes", "--session", "s", "--json").stdout)["changes"]
+    assert [(c["path"], c["status"]) for c in changes] == [("notes.md", "modified")]
+    tb("undo", "--session", "s")
+    assert notes.read_text() == "old\n"
+
+
+def test_reinstall_keeps_handlers_a_person_added(tb: CLI, ws_dir: Path) -> None:
+    path = ws_dir / ".claude" / "settings.json"
+    cmd = "takeback hook claude-code"
+    tb("hooks", "install", "claude-code", "--command", cmd)
+    settings = json.loads(path.read_text())
+    # As the README invites: the failure and session-end handlers, added by hand.
+    settings["hooks"]["SessionEnd"] = [{"hooks": [{"type": "command", "command": cmd}]}]
+    settings["hooks"]["PostToolUseFailure"] = [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": cmd}]}
+    ]
+    path.write_text(json.dumps(settings, indent=2) + "\n")
+    text = path.read_text()
+    out = tb("hooks", "install", "claude-code", "--command", cmd, env={"PATH": "/usr/bin:/bin"})
+    assert "nothing changed" in out.stdout and path.read_text() == text
+    # uninstall still takes out every handler of takeback's, wherever it is
+    tb("hooks", "uninstall", "claude-code")
+    assert _ours(json.loads(path.read_text())) == []
+
+
+def _fake_claude(tmp_path: Path, version: str) -> dict[str, str]:
+    bin_dir = tmp_path / f"bin-{version.split()[0]}"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text(f"#!/bin/sh\necho '{version}'\n")
+    claude.chmod(0o755)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+
+def test_install_adds_the_failure_handler_only_where_claude_code_knows_it(
+    tb: CLI, ws_dir: Path, tmp_path: Path
+) -> None:
+    path = ws_dir / ".claude" / "settings.json"
+    cmd = "takeback hook claude-code"
+    # No claude on PATH: the four events every release knows.
+    doc = json.loads(
+        tb(
+            "hooks",
+            "install",
+            "claude-code",
+            "--json",
+            "--command",
+            cmd,
+            env={"PATH": "/usr/bin:/bin"},
+        ).stdout
+    )
+    assert doc["claude_code"] is None
+    assert "PostToolUseFailure" not in json.loads(path.read_text())["hooks"]
+    # An old release: still not.
+    old = _fake_claude(tmp_path, "1.0.80 (Claude Code)")
+    out = tb("hooks", "install", "claude-code", "--command", cmd, env=old).stdout
+    assert "nothing changed" in out
+    assert "PostToolUseFailure" not in json.loads(path.read_text())["hooks"]
+    # A release that knows the event: its handler is added, once.
+    new = _fake_claude(tmp_path, "2.1.90 (Claude Code)")
+    out = tb("hooks", "install", "claude-code", "--command", cmd, env=new).stdout
+    assert f"  + PostToolUseFailure [Bash]: {cmd}" in out
+    assert ("PostToolUseFailure", "Bash", cmd) in _ours(json.loads(path.read_text()))
+    text = path.read_text()
+    assert (
+        "nothing changed" in tb("hooks", "install", "claude-code", "--command", cmd, env=new).stdout
+    )
+    assert path.read_text() == text
+    # Claude Code rolled back: the handler is kept (takeback cannot tell who added it).
+    assert (
+        "nothing changed" in tb("hooks", "install", "claude-code", "--command", cmd, env=old).stdout
+    )
+    assert path.read_text() == text

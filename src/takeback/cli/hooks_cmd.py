@@ -1,7 +1,8 @@
 """CLI layer: ``takeback hooks install|uninstall claude-code [--project | --local | --user]``.
 
 Install merges takeback's handlers into Claude Code's settings file and prints what it
-changed; uninstall takes out exactly takeback's handlers. Both leave every other key and
+changed (``PostToolUseFailure`` too when ``claude --version`` says the release knows
+it); uninstall takes out exactly takeback's handlers. Both leave every other key and
 hook of the file as they were.
 """
 
@@ -64,18 +65,26 @@ def run(ctx: Ctx) -> int:
     root = os.path.realpath(ctx.root)
     path = cc.settings_path(scope, root, os.environ)
     command = ""
+    version: tuple[int, int, int] | None = None
     if ctx.args.action == "install":
         command = ctx.args.command or cc.default_command(os.environ)
         if not cc.is_ours({"command": command}):
             raise UsageError(f"--command must run 'takeback hook claude-code': {command!r}")
-        change = cc.install(path, command)
+        version = cc.claude_version(os.environ)
+        change = cc.install(path, command, cc.hook_specs(version))
     else:
         if ctx.args.command:
             raise UsageError("--command is for install only")
         change = cc.uninstall(path)
     if ctx.json:
         ctx.emit_json(
-            {"action": ctx.args.action, "agent": ctx.args.agent, "scope": scope, **change.to_json()}
+            {
+                "action": ctx.args.action,
+                "agent": ctx.args.agent,
+                "scope": scope,
+                "claude_code": ".".join(map(str, version)) if version else None,
+                **change.to_json(),
+            }
         )
         return 0
     if not change.changed:
@@ -95,6 +104,13 @@ def run(ctx: Ctx) -> int:
             ctx.out(
                 "note: takeback is not on PATH, so the hooks run this Python "
                 "directly; use --command to choose another."
+            )
+        if cc.hook_specs(version) == cc.HOOK_SPECS:
+            since = ".".join(map(str, cc.FAILURE_EVENT_SINCE))
+            found = f"Claude Code {'.'.join(map(str, version))}" if version else "no claude"
+            ctx.out(
+                f"note: {found} on PATH, so no PostToolUseFailure handler (Claude Code "
+                f"{since} or later); a failed Bash call's step ends at the next hook call."
             )
         ctx.out(
             "Claude Code reads hooks when a session starts: restart it, or review them with /hooks."

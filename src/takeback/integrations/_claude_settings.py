@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._fs import atomic_write
@@ -24,14 +24,58 @@ from ._claude_hook import AGENT, COMMAND_TOOLS, FILE_TOOLS
 
 #: the events takeback installs, and their matchers (None: the event takes none). Only
 #: events every Claude Code release knows: an unknown event name makes Claude Code skip
-#: the whole settings file. PostToolUseFailure and SessionEnd are handled if a person
-#: adds them, and pending command steps are finished at the next Stop or prompt anyway.
+#: the whole settings file.
 HOOK_SPECS: tuple[tuple[str, str | None], ...] = (
     ("UserPromptSubmit", None),
     ("PreToolUse", "|".join([*FILE_TOOLS, *sorted(COMMAND_TOOLS)])),
     ("PostToolUse", "|".join(sorted(COMMAND_TOOLS))),
     ("Stop", None),
 )
+#: what a failed Bash call sends instead of PostToolUse; installed only when the Claude
+#: Code on PATH is at least :data:`FAILURE_EVENT_SINCE` (older ones would skip the file)
+FAILURE_SPEC: tuple[str, str | None] = ("PostToolUseFailure", "|".join(sorted(COMMAND_TOOLS)))
+#: the first Claude Code release known to read ``PostToolUseFailure`` (it was added
+#: without a changelog entry early in 2.1; this is the earliest release we know of whose
+#: users report the event firing, not a guess below it)
+FAILURE_EVENT_SINCE = (2, 1, 50)
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+def claude_version(env: Mapping[str, str]) -> tuple[int, int, int] | None:
+    """Return the version of the ``claude`` on PATH (None: none, or it does not say).
+
+    Runs ``claude --version`` (5 s at most); nothing else is read or written.
+    """
+    import shutil
+    import subprocess
+
+    exe = shutil.which("claude", path=env.get("PATH"))
+    if exe is None:
+        return None
+    try:
+        proc = subprocess.run(
+            [exe, "--version"],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=5,
+            stdin=subprocess.DEVNULL,
+            env=dict(env),
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = _VERSION.search(proc.stdout)
+    if proc.returncode != 0 or m is None:
+        return None
+    return (int(m[1]), int(m[2]), int(m[3]))
+
+
+def hook_specs(version: tuple[int, int, int] | None) -> tuple[tuple[str, str | None], ...]:
+    """Return the events to install for a Claude Code version (None: not known)."""
+    if version is not None and version >= FAILURE_EVENT_SINCE:
+        return (*HOOK_SPECS, FAILURE_SPEC)
+    return HOOK_SPECS
+
 
 _OURS = re.compile(
     r"(?:^|[\s/\\'\"])takeback(?:\.exe)?['\"]?\s(?:.*\s)?hook\s+claude-code(?:\s|['\"]|$)"
@@ -108,17 +152,23 @@ def _say(event: str, matcher: str | None, command: str) -> str:
 
 
 def merge_hooks(
-    settings: dict[str, Any], command: str | None
+    settings: dict[str, Any],
+    command: str | None,
+    specs: Sequence[tuple[str, str | None]] = HOOK_SPECS,
 ) -> tuple[dict[str, Any], list[str], list[str]]:
     """Return settings with takeback's handlers in place, and what was added and removed.
 
-    Every other key, group and handler is kept as it was. One handler of takeback's per
-    event is kept when it already has the right matcher and command; any other of its
-    handlers (a stale command or matcher, a duplicate) is removed.
+    Every other key, group and handler is kept as it was. In each event installed, one
+    handler of takeback's is kept when it already has the right matcher and command;
+    any other of its handlers there (a stale command or matcher, a duplicate) is
+    removed. Events not installed are left alone, takeback's handlers in them included:
+    a person may have added ``SessionEnd`` or ``PostToolUseFailure`` by hand. Taking
+    out (``command`` None) removes takeback's handlers from every event.
 
     Args:
         settings: the parsed settings file.
         command: the command to install; None takes takeback's handlers out.
+        specs: the events to install and their matchers (:func:`hook_specs`).
 
     Raises:
         UsageError: ``hooks`` or one of its events has a shape Claude Code would refuse.
@@ -130,10 +180,12 @@ def merge_hooks(
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
         raise UsageError("the settings' 'hooks' is not an object; fix it by hand first")
-    wanted = dict(HOOK_SPECS) if command is not None else {}
+    wanted = dict(specs) if command is not None else {}
     added: list[str] = []
     removed: list[str] = []
     for event in [*hooks, *(e for e in wanted if e not in hooks)]:
+        if command is not None and event not in wanted:
+            continue
         groups = hooks.get(event, [])
         if not isinstance(groups, list):
             raise UsageError(f"the settings' hooks.{event} is not a list; fix it by hand first")
@@ -218,8 +270,15 @@ def _write_settings(path: str, data: dict[str, Any]) -> None:
     atomic_write(path, text.encode("utf-8"), mode=0o644, keep_mode=True)
 
 
-def install(path: str, command: str) -> SettingsChange:
+def install(
+    path: str, command: str, specs: Sequence[tuple[str, str | None]] = HOOK_SPECS
+) -> SettingsChange:
     """Put takeback's hooks into a settings file (made if missing).
+
+    Args:
+        path: the settings file.
+        command: the command the hooks run.
+        specs: the events to install and their matchers (:func:`hook_specs`).
 
     Raises:
         UsageError: the file exists and is not a settings object.
@@ -227,7 +286,7 @@ def install(path: str, command: str) -> SettingsChange:
 
     """
     existed = os.path.exists(path)
-    data, added, removed = merge_hooks(load_settings(path), command)
+    data, added, removed = merge_hooks(load_settings(path), command, specs)
     change = SettingsChange(path, added, removed, created=not existed)
     if change.changed:
         _write_settings(path, data)
