@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from .conftest import CLI, SRC, files_state
+from .conftest import CLI, SRC, files_state, without_file_powers
 
 CHILD = """\
 import os, sys, time
@@ -142,3 +142,91 @@ def test_a_child_killed_by_a_signal_and_a_missing_command(tb: CLI, ws_dir: Path)
     assert "command not found" in proc.stderr
     proc = tb("watch", check=2)
     assert "nothing to run" in proc.stderr
+
+
+def test_a_watched_run_is_its_own_session(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / "a.txt").write_text("a\n")
+    base = {"session_id": "claude-1", "cwd": str(ws_dir)}
+    for p in (
+        {"hook_event_name": "UserPromptSubmit", "prompt": "edit a"},
+        {
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_use_id": "t1",
+            "tool_input": {"file_path": "a.txt"},
+        },
+    ):
+        tb("hook", "claude-code", input=json.dumps({**base, **p}).encode())
+    (ws_dir / "a.txt").write_text("claude\n")
+    tb("hook", "claude-code", input=json.dumps({**base, "hook_event_name": "Stop"}).encode())
+
+    code = "open('other.txt', 'w').write('other agent\\n')"
+    result = json.loads(tb("watch", "--json", "--", sys.executable, "-c", code).stdout)
+    assert result["session"] != "claude-1" and result["session"].startswith("watch-")
+    again = json.loads(tb("watch", "--json", "--", sys.executable, "-c", "pass").stdout)
+    assert again["session"] not in ("claude-1", result["session"])
+
+    # Claude's undo takes back Claude's turn and nothing of the other agent's run.
+    tb("undo", "--session", "claude-1")
+    assert (ws_dir / "a.txt").read_text() == "a\n"
+    assert (ws_dir / "other.txt").read_text() == "other agent\n"
+    tb("undo", "--session", result["session"])
+    assert not (ws_dir / "other.txt").exists()
+
+    # --session and $TAKEBACK_SESSION still name the session.
+    named = tb("watch", "--json", "--session", "mine", "--", sys.executable, "-c", "pass")
+    assert json.loads(named.stdout)["session"] == "mine"
+    env = {"TAKEBACK_SESSION": "from-env"}
+    by_env = tb("watch", "--json", "--", sys.executable, "-c", "pass", env=env)
+    assert json.loads(by_env.stdout)["session"] == "from-env"
+
+
+QUIET_FAILS = """\
+import os, sys, time
+root, pause = os.getcwd(), float(sys.argv[1])
+open("a.txt", "w").write("A\\n")
+os.makedirs("closed")
+open("closed/x.txt", "w").write("x\\n")
+os.chmod("closed", 0)
+time.sleep(pause)  # a quiet point with a folder nobody may read
+open("b.txt", "w").write("B\\n")
+os.chmod(root, 0)
+time.sleep(pause)  # a quiet point where the workspace itself cannot be read
+os.chmod(root, 0o755)
+open(os.path.join(root, "c.txt"), "w").write("C\\n")
+time.sleep(pause)  # the next quiet point works again
+sys.exit(5)
+"""
+
+
+def test_a_quiet_point_that_fails_does_not_end_the_watch(
+    tb: CLI, ws_dir: Path, store_dir: Path, tmp_path: Path
+) -> None:
+    prefix = without_file_powers()
+    script = tmp_path / "agent.py"
+    script.write_text(QUIET_FAILS)
+    store_dir.mkdir()
+    env = dict(os.environ, TAKEBACK_STORE=str(store_dir), PYTHONPATH=SRC)
+    proc = subprocess.run(
+        [*prefix, sys.executable, "-m", "takeback", "watch", "--settle", "300", "--json"]
+        + ["--", sys.executable, str(script), "1.2"],
+        cwd=ws_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    (ws_dir / "closed").chmod(0o755)
+    ws_dir.chmod(0o755)
+    assert proc.returncode == 5, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["exit_code"] == 5
+    assert {u["path"] for u in result["unreadable"]} == {"closed"}
+    assert result["problems"], result
+    assert "closed" in proc.stderr and "quiet point" in proc.stderr
+    done = sorted(c["path"] for s in result["steps"] for c in s["changes"])
+    assert done == ["a.txt", "b.txt", "c.txt", "closed"]  # the folder is kept, not its file
+    assert {c["path"] for c in result["changes"]} == {"a.txt", "b.txt", "c.txt", "closed"}
+    # b.txt, written before the failed quiet point, is in the step after it
+    assert [c["path"] for c in result["steps"][1]["changes"]] == ["b.txt", "c.txt"]
+    assert (ws_dir / "c.txt").exists()

@@ -1,7 +1,9 @@
 """CLI layer: ``takeback watch [-m LABEL] [--settle MS] -- CMD [ARG…]``.
 
 Runs an agent that has no hooks as a child (its terminal untouched) and takes a step
-each time file activity settles; the child's exit status is the command's. The summary
+each time file activity settles; the child's exit status is the command's. The run is
+a session of its own (``watch-<command>-<n>``) unless ``--session`` or
+``$TAKEBACK_SESSION`` names one. The summary
 goes to stderr once the child has exited (stdout is the child's), or with ``--json``,
 one document on stdout.
 """
@@ -9,6 +11,7 @@ one document on stdout.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from typing import TYPE_CHECKING
@@ -46,19 +49,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ctx: Ctx) -> int:
     """Run the child, record it, and return its status."""
     from ..errors import UsageError
-    from ..integrations._watch import run_watched
+    from ..integrations._watch import run_watched, watch_session
 
     cmd = list(ctx.args.cmd)
     if not cmd:
         raise UsageError("nothing to run: takeback watch -- CMD [ARG…]")
     ws = ctx.workspace()
     label = ctx.args.message or shlex.join(cmd)
+    # Not the session that recorded last (another agent's conversation): a run of its own.
+    named = getattr(ctx.args, "session", None) or os.environ.get("TAKEBACK_SESSION")
+    session = named or watch_session(ws, cmd)
     sys.stdout.flush()
     result = run_watched(
         ws,
         cmd,
         cwd=ctx.cwd,
-        session=ctx.session,
+        session=session,
         label=label,
         settle_ms=ctx.args.settle,
         warn=ctx.warn,
@@ -72,7 +78,13 @@ def run(ctx: Ctx) -> int:
         f"takeback: recorded turn {result.turn} of session {result.session!r}: "
         f"steps {first}-{last}, {n} file{'s' if n != 1 else ''} changed "
         f"(rewind to a step with: takeback rewind --to N; take it all back with: "
-        f"takeback undo)",
+        f"takeback undo{'' if named else f' --session {shlex.quote(result.session)}'})",
         file=sys.stderr,
     )
+    if result.problems or result.unreadable:
+        print(
+            f"takeback: {len(result.problems)} problem(s) and {len(result.unreadable)} "
+            "unreadable path(s) were skipped (see above)",
+            file=sys.stderr,
+        )
     return result.exit_code

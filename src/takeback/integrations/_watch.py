@@ -11,11 +11,21 @@ the whole run, and the run's exit status is the child's.
 watchfiles only says *when* to take a step; *what* changed is what the snapshots find,
 under the same scope rules as every snapshot. Activity that changed nothing in scope
 (an ignored build folder) makes no step.
+
+Once the child runs, nothing takeback does may end the watch before the child does: a
+quiet point that fails (the store locked, a full disk, the root unreadable or gone) is
+reported and skipped, and the next quiet point (or the child's exit) tries again. Paths
+a snapshot could not read are named once each.
+
+A run is its own session unless one is named: :func:`watch_session` names it
+``watch-<command>-<n>``, so an undo of an agent's conversation never takes back another
+agent's run.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -43,6 +53,10 @@ class WatchResult:
     steps: list[Step] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
     watching: bool = True
+    #: what went wrong and was skipped (a quiet point, a snapshot), one line each
+    problems: list[str] = field(default_factory=list)
+    #: paths the snapshots could not read, with why, each once
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``)."""
@@ -62,6 +76,8 @@ class WatchResult:
                 for s in self.steps
             ],
             "changes": [c.to_json() for c in self.changes],
+            "problems": list(self.problems),
+            "unreadable": [{"path": p, "reason": why} for p, why in self.unreadable],
         }
 
 
@@ -163,6 +179,29 @@ class Activity:
         shutil.rmtree(self._probe_dir, ignore_errors=True)
 
 
+def watch_session(ws: Workspace, cmd: Sequence[str]) -> str:
+    """Return a new session's name for a watched run: ``watch-<command>-<n>``.
+
+    ``<command>`` is the program's file name (characters other than letters, digits,
+    ``.``, ``_`` and ``-`` become ``-``); ``<n>`` is one more than the highest number
+    such a session of the workspace has, so runs of one agent are numbered in order.
+    """
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.basename(cmd[0]) if cmd else "").strip("-")
+    prefix = f"watch-{name or 'agent'}-"
+    taken = [0]
+    if ws.has_store():
+        for info in ws.sessions():
+            tail = info.name[len(prefix) :] if info.name.startswith(prefix) else ""
+            if tail.isdigit():
+                taken.append(int(tail))
+    return f"{prefix}{max(taken) + 1}"
+
+
+def _reason(e: BaseException) -> str:
+    message = getattr(e, "message", None)
+    return f"{type(e).__name__}: {message if isinstance(message, str) else e}"
+
+
 def _changed_since(ws: Workspace, step: Step, session: str) -> bool:
     if step.before is None:
         return True
@@ -195,10 +234,23 @@ def run_watched(
         steps and the turn's change list.
 
     """
+    problems: list[str] = []
+    unreadable: dict[str, str] = {}
+
+    def problem(text: str) -> None:
+        problems.append(text)
+        warn(text)
 
     def on_event(ev: dict[str, Any]) -> None:
         if ev.get("event") == "snapshot.failed":
-            warn(f"snapshot failed, the agent runs on: {ev.get('reason')}")
+            problem(f"snapshot failed, the agent runs on: {ev.get('reason')}")
+
+    def note(done: Step) -> None:
+        for snap in (done.before, done.after):
+            for path, why in snap.unreadable if snap is not None else ():
+                if path not in unreadable:
+                    unreadable[path] = why
+                    warn(f"cannot read {path} ({why}): not recorded")
 
     ws.on_event(on_event)
     s = ws.session(session)
@@ -215,6 +267,7 @@ def run_watched(
             )
         turn = s.turn(label)
         step = turn.command(f"{label} #1").begin()
+        note(step)
         with forward_signals() as fwd:
             try:
                 proc = fwd.start(cmd, cwd=cwd)
@@ -224,24 +277,54 @@ def run_watched(
                 warn(f"{cmd[0]}: permission denied")
                 code = 126
             else:
+                told_stopped = not watching
                 while True:
                     try:
                         proc.wait(timeout=0.05)
                         break
                     except subprocess.TimeoutExpired:
                         pass
-                    if activity.settled(settle_ms / 1000) and _changed_since(ws, step, s.name):
+                    if activity.error is not None and not told_stopped:
+                        told_stopped = True
+                        problem(
+                            f"watching stopped ({_reason(activity.error)}); the rest of "
+                            "the run is recorded when the agent exits"
+                        )
+                    if not activity.settled(settle_ms / 1000):
+                        continue
+                    try:
+                        if not _changed_since(ws, step, s.name):
+                            continue
                         # The next step begins before this one finishes: a write that
                         # lands between the two snapshots is then in this step's changes
                         # (and the turn's), instead of in neither.
                         nxt = turn.command(f"{label} #{len(steps) + 2}").begin()
-                        step.finish()
-                        steps.append(step)
-                        step = nxt
+                        try:
+                            step.finish()
+                        finally:
+                            note(step)
+                            steps.append(step)
+                            step = nxt
+                    except Exception as e:  # noqa: BLE001 - the agent runs on, watched
+                        problem(
+                            f"quiet point skipped ({_reason(e)}); the agent runs on, and "
+                            "the next quiet point tries again"
+                        )
                 code = exit_status(proc.returncode)
     finally:
         activity.stop()
-    step.finish(exit_code=code)
+    # The child has exited: its status is the run's, whatever recording it does.
+    changes: list[Change] = []
+    try:
+        step.finish(exit_code=code)
+    except Exception as e:  # noqa: BLE001 - the child's status is returned either way
+        problem(f"the last step could not be finished ({_reason(e)})")
+    note(step)
     steps.append(step)
-    changes = turn.end()
-    return WatchResult(code, s.name, turn.n, steps, changes, watching)
+    try:
+        changes = turn.end()
+    except Exception as e:  # noqa: BLE001 - as above
+        problem(f"the run's turn could not be ended ({_reason(e)})")
+    return WatchResult(
+        code, s.name, turn.n, steps, changes, watching, problems, list(unreadable.items())
+    )
