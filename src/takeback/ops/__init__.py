@@ -8,7 +8,7 @@ Every operation that writes the workspace builds moves for the one restore engin
 from __future__ import annotations
 
 from ._diff import DiffResult, FileDiff, diff, read_entry
-from ._patch import is_binary, line_counts, quote_path
+from ._patch import LineStat, is_binary, line_counts, line_stat, quote_path
 from ._refs import Resolved, resolve
 from ._rewind import RewindOutcome, rewind
 from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DiffResult",
     "FileDiff",
+    "LineStat",
     "Options",
     "Recording",
     "Resolved",
@@ -42,6 +43,7 @@ __all__ = [
     "is_binary",
     "join_command",
     "line_counts",
+    "line_stat",
     "measure_turn",
     "lookup",
     "open_turn",
