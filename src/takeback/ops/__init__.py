@@ -8,7 +8,7 @@ Every operation that writes the workspace builds moves for the one restore engin
 from __future__ import annotations
 
 from ._diff import DiffResult, FileDiff, diff, read_entry
-from ._patch import LineStat, is_binary, line_counts, line_stat, quote_path
+from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
 from ._refs import Resolved, resolve
 from ._rewind import RewindOutcome, rewind
 from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
@@ -33,6 +33,7 @@ __all__ = [
     "Options",
     "Recording",
     "Resolved",
+    "TextDiff",
     "RewindOutcome",
     "TurnOpResult",
     "begin_turn",
@@ -58,6 +59,7 @@ __all__ = [
     "rewind",
     "scan",
     "take",
+    "text_diff",
     "touch",
     "under",
     "undo",

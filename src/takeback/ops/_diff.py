@@ -8,7 +8,7 @@ from typing import Any
 
 from ..model import DIR, Entry
 from ..store import Store
-from ._patch import file_patch, line_stat
+from ._patch import file_patch, text_diff
 from ._treediff import diff_trees, under
 
 
@@ -114,8 +114,10 @@ def diff(
         status = "A" if o is None else "D" if n is None else "M"
         a = read(o) if o is not None else None
         b = read(n) if n is not None else None
-        counts = line_stat(a, b)
+        # One line diff for both the counts and the patch: on a big file it is the cost.
+        text = text_diff(a, b)
+        counts = text.stat
         files.append(FileDiff(path, status, counts.added, counts.removed, o, n, counts.approximate))
         if patch:
-            chunks.append(file_patch(path, o, n, read, binary=binary))
+            chunks.append(file_patch(path, o, n, read, binary=binary, text=text))
     return DiffResult(old_tree, new_tree, tuple(files), b"".join(chunks))

@@ -106,6 +106,42 @@ class LineStat(NamedTuple):
     approximate: bool = False
 
 
+class TextDiff(NamedTuple):
+    """The line diff of two states of a file: what its counts and its patch are made of.
+
+    Attributes:
+        old: the old lines (each with its LF, the last perhaps without).
+        new: the new lines.
+        blocks: the differing blocks in order: old lines [i1, i2) became new [j1, j2).
+        approximate: the blocks are not a shortest edit (see :func:`line_stat`).
+    """
+
+    old: list[bytes]
+    new: list[bytes]
+    blocks: list[tuple[int, int, int, int]]
+    approximate: bool
+
+    @property
+    def stat(self) -> LineStat:
+        """The lines added and removed, and whether that is an upper bound."""
+        removed = sum(i2 - i1 for i1, i2, _j1, _j2 in self.blocks)
+        added = sum(j2 - j1 for _i1, _i2, j1, j2 in self.blocks)
+        return LineStat(added, removed, self.approximate)
+
+
+def text_diff(old: bytes | None, new: bytes | None) -> TextDiff:
+    """Return the line diff of two states; a binary one (or no change) has no blocks.
+
+    Computed once, it gives both the counts and the patch (:func:`file_patch`'s ``text``).
+    """
+    a, b = old or b"", new or b""
+    if a == b or is_binary(a) or is_binary(b):
+        return TextDiff([], [], [], False)
+    la, lb = _lines(a), _lines(b)
+    blocks, approximate = _line_diff(la, lb)
+    return TextDiff(la, lb, blocks, approximate)
+
+
 def line_stat(old: bytes | None, new: bytes | None) -> LineStat:
     """Return the lines added and removed from ``old`` to ``new``; binary counts 0.
 
@@ -114,15 +150,7 @@ def line_stat(old: bytes | None, new: bytes | None) -> LineStat:
     about linear in the size, plus at most :data:`EXACT_WORK` steps; when the shortest
     edit costs more, the counts are an upper bound, marked approximate.
     """
-    a, b = old or b"", new or b""
-    if a == b or is_binary(a) or is_binary(b):
-        return LineStat(0, 0)
-    diff = _line_diff(_lines(a), _lines(b))
-    removed = added = 0
-    for i1, i2, j1, j2 in diff.blocks:
-        removed += i2 - i1
-        added += j2 - j1
-    return LineStat(added, removed, diff.approximate)
+    return text_diff(old, new).stat
 
 
 def line_counts(old: bytes | None, new: bytes | None) -> tuple[int, int]:
@@ -131,13 +159,7 @@ def line_counts(old: bytes | None, new: bytes | None) -> tuple[int, int]:
     return stat.added, stat.removed
 
 
-class _LineDiff(NamedTuple):
-    # The differing blocks, in order: old lines [i1, i2) became new lines [j1, j2).
-    blocks: list[tuple[int, int, int, int]]
-    approximate: bool
-
-
-def _line_diff(la: list[bytes], lb: list[bytes]) -> _LineDiff:
+def _line_diff(la: list[bytes], lb: list[bytes]) -> tuple[list[tuple[int, int, int, int]], bool]:
     """Compare two lists of lines: the one diff behind counts and patches.
 
     Lines become small integers first (one dictionary pass), so that comparing runs of
@@ -160,7 +182,7 @@ def _line_diff(la: list[bytes], lb: list[bytes]) -> _LineDiff:
         runs = []
         budget = [EXACT_WORK]
         _anchored(a, b, budget, runs)
-    return _LineDiff(_blocks(runs, len(a), len(b)), approximate)
+    return _blocks(runs, len(a), len(b)), approximate
 
 
 def _match(a: list[int], x: int, b: list[int], y: int, n: int) -> int:
@@ -392,10 +414,10 @@ def _blocks(runs: list[_Run], n: int, m: int) -> list[tuple[int, int, int, int]]
     return blocks
 
 
-def _hunks(a: list[bytes], b: list[bytes]) -> Iterator[bytes]:
+def _hunks(text: TextDiff) -> Iterator[bytes]:
     # Changes less than two contexts apart share a hunk, as in git; each hunk has up to
     # three lines of context on each side.
-    blocks = _line_diff(a, b).blocks
+    a, b, blocks = text.old, text.new, text.blocks
     start = 0
     while start < len(blocks):
         end = start + 1
@@ -466,6 +488,7 @@ def file_patch(
     read: Callable[[Entry], bytes],
     *,
     binary: bool = False,
+    text: TextDiff | None = None,
 ) -> bytes:
     """Return the ``diff --git`` section for one path (files and links; folders have none).
 
@@ -479,6 +502,8 @@ def file_patch(
         binary: write a binary file's change as a ``GIT binary patch`` (both ways, with
             full object ids, as ``git diff --binary``) that ``git apply`` can apply,
             instead of the line ``Binary files … differ``, which it cannot.
+        text: the line diff of the two entries' bytes, when the caller has it already
+            (:func:`text_diff`; it is computed here otherwise).
 
     Returns:
         The section's bytes; empty when nothing differs.
@@ -537,5 +562,7 @@ def file_patch(
     tab = b"\t" if b" " in bpath else b""
     out.append(b"--- %s%s\n" % (src, tab if old is not None else b""))
     out.append(b"+++ %s%s\n" % (dst, tab if new is not None else b""))
-    out.extend(_hunks(_lines(a), _lines(b)))
+    if text is None:
+        text = text_diff(a, b)
+    out.extend(_hunks(text))
     return b"".join(out)
