@@ -24,6 +24,8 @@ from takeback.model import FILE, Entry
 from takeback.ops import line_counts, line_stat
 from takeback.ops._patch import file_patch
 
+from .conftest import CLI
+
 
 def numstat(tmp: Path, old: bytes, new: bytes) -> tuple[int, int]:
     """(added, removed) as ``git diff --no-index --numstat`` counts them."""
@@ -200,3 +202,30 @@ def test_a_large_file_with_many_scattered_edits_applies(tmp_path: Path) -> None:
     if not stat.approximate:
         assert (stat.added, stat.removed) == (git_added, git_removed)
     apply_patch(tmp_path, old, new)
+
+
+def test_approximate_counts_are_kept_in_the_change_list_and_shown(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
+    rng = random.Random(8)
+    alphabet = [b"{\n", b"}\n", b"  x\n", b"  y\n"]
+    old = b"".join(rng.choices(alphabet, k=20_000))
+    new = b"".join(rng.choices(alphabet, k=20_000))
+    (ws_dir / "data.txt").write_bytes(old)
+    with takeback.Workspace(ws_dir, store=store_dir) as ws:
+        ws.snapshot("start")
+        with ws.session("s").turn("regenerate") as turn, turn.command("regenerate"):
+            (ws_dir / "data.txt").write_bytes(new)
+        [change] = turn.changes
+        assert change.approximate and change.to_json()["approximate"] is True
+        [diffed] = ws.diff("turn:1", None, session="s", patch=False).files
+        assert diffed.approximate and diffed.to_json()["approximate"] is True
+        assert (diffed.added, diffed.removed) == (change.added, change.removed)
+    with takeback.Workspace(ws_dir, store=store_dir) as ws:
+        [kept] = ws.session("s").ended_turn().changes
+        assert kept == change
+    shown = tb("changes", "--session", "s").stdout
+    assert "(line counts approximate: an upper bound)" in shown
+    assert tb("diff", "--session", "s", "--stat", "turn:1").stdout.splitlines()[0].endswith(" ~")
+    [as_json] = json.loads(tb("changes", "--session", "s", "--json").stdout)["changes"]
+    assert as_json["approximate"] is True
