@@ -115,6 +115,7 @@ def _make_old(store_dir: Path) -> None:
     conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
     conn.execute("ALTER TABLE snapshots DROP COLUMN unreadable_count")
     conn.execute("ALTER TABLE touches DROP COLUMN at")
+    conn.execute("ALTER TABLE changes DROP COLUMN approximate")
     conn.commit()
     conn.close()
     conn = sqlite3.connect(store_dir / "objects.db")
@@ -144,8 +145,9 @@ def test_an_older_store_is_upgraded_once_then_opens_in_one_query(
     upgrade = _by_file(trace)
     assert any("ALTER TABLE snapshots ADD COLUMN unreadable_count" in s for s in upgrade["meta.db"])
     assert any("ALTER TABLE objects ADD COLUMN base" in s for s in upgrade["objects.db"])
-    assert _version(store_dir) == str(SCHEMA_VERSION) == "2"
+    assert _version(store_dir) == str(SCHEMA_VERSION) == "3"
     assert "unreadable_count" in _columns(store_dir / "meta.db", "snapshots")
+    assert "approximate" in _columns(store_dir / "meta.db", "changes")
     assert "at" in _columns(store_dir / "meta.db", "touches")
     assert {"base", "depth"} <= _columns(store_dir / "objects.db", "objects")
 
@@ -176,4 +178,4 @@ def test_an_older_store_that_lacks_nothing_is_only_marked(
     trace.clear()
     Store.open(str(store_dir), root, create=False).close()
     assert not any("ALTER" in sql for _name, sql in trace)
-    assert _version(store_dir) == "2"
+    assert _version(store_dir) == "3"

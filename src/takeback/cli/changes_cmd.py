@@ -32,5 +32,7 @@ def run(ctx: Ctx) -> int:
     ctx.out(f"{n} file{'s' if n != 1 else ''} changed +{added} -{removed}")
     for c in changes:
         note = "" if c.undoable else "  (cannot be undone: not kept, over the size limit)"
+        if c.approximate:
+            note += "  (line counts approximate: an upper bound)"
         ctx.out(f"  {c.status:<8} +{c.added:<4} -{c.removed:<4} {quote_path(c.path)}{note}")
     return 0

@@ -56,7 +56,9 @@ def run(ctx: Ctx) -> int:
     elif ctx.args.stat:
         width = max((len(name) for name in names), default=0)
         for f, name in zip(result.files, names, strict=True):
-            ctx.out(f" {name:<{width}} | +{f.added} -{f.removed}")
+            # "~": an upper bound, the shortest edit was too costly to find
+            approx = " ~" if f.approximate else ""
+            ctx.out(f" {name:<{width}} | +{f.added} -{f.removed}{approx}")
         ta = sum(f.added for f in result.files)
         tr = sum(f.removed for f in result.files)
         ctx.out(f" {len(result.files)} files changed, {ta} insertions(+), {tr} deletions(-)")

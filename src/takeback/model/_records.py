@@ -88,7 +88,8 @@ class Change:
     ``sha256`` is what the turn left (None when it deleted the file, and for a folder);
     ``undoable`` is false when the state before the turn was never kept (a file over the
     size limit); ``kind`` is ``file``, ``symlink`` or ``folder``: what the turn left there,
-    or for a deletion, what it deleted.
+    or for a deletion, what it deleted. ``approximate`` is true when the line counts are an
+    upper bound rather than git's (the shortest edit was too costly to find).
     """
 
     path: str
@@ -98,6 +99,7 @@ class Change:
     sha256: str | None
     undoable: bool
     kind: ChangeKind = "file"
+    approximate: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``)."""
@@ -109,6 +111,7 @@ class Change:
             "sha256": self.sha256,
             "undoable": self.undoable,
             "kind": self.kind,
+            "approximate": self.approximate,
         }
 
 

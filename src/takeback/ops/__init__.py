@@ -8,7 +8,7 @@ Every operation that writes the workspace builds moves for the one restore engin
 from __future__ import annotations
 
 from ._diff import DiffResult, FileDiff, diff, read_entry
-from ._patch import is_binary, line_counts, quote_path
+from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
 from ._refs import Resolved, resolve
 from ._rewind import RewindOutcome, rewind
 from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
@@ -29,9 +29,11 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DiffResult",
     "FileDiff",
+    "LineStat",
     "Options",
     "Recording",
     "Resolved",
+    "TextDiff",
     "RewindOutcome",
     "TurnOpResult",
     "begin_turn",
@@ -42,6 +44,7 @@ __all__ = [
     "is_binary",
     "join_command",
     "line_counts",
+    "line_stat",
     "measure_turn",
     "lookup",
     "open_turn",
@@ -56,6 +59,7 @@ __all__ = [
     "rewind",
     "scan",
     "take",
+    "text_diff",
     "touch",
     "under",
     "undo",

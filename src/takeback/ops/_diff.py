@@ -8,13 +8,17 @@ from typing import Any
 
 from ..model import DIR, Entry
 from ..store import Store
-from ._patch import file_patch, line_counts
+from ._patch import file_patch, text_diff
 from ._treediff import diff_trees, under
 
 
 @dataclass(frozen=True, slots=True)
 class FileDiff:
-    """One path that differs: status ``A``/``M``/``D``, line counts, the two entries."""
+    """One path that differs: status ``A``/``M``/``D``, line counts, the two entries.
+
+    ``approximate`` is true when the line counts are an upper bound rather than git's (the
+    shortest edit was too costly to find; see :func:`~._patch.line_stat`).
+    """
 
     path: str
     status: str
@@ -22,14 +26,19 @@ class FileDiff:
     removed: int
     old: Entry | None
     new: Entry | None
+    approximate: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        """Return the stable machine form: ``path``, ``status``, ``added``, ``removed``."""
+        """Return the stable machine form.
+
+        Keys: ``path``, ``status``, ``added``, ``removed``, ``approximate``.
+        """
         return {
             "path": self.path,
             "status": self.status,
             "added": self.added,
             "removed": self.removed,
+            "approximate": self.approximate,
         }
 
 
@@ -105,8 +114,10 @@ def diff(
         status = "A" if o is None else "D" if n is None else "M"
         a = read(o) if o is not None else None
         b = read(n) if n is not None else None
-        added, removed = line_counts(a, b)
-        files.append(FileDiff(path, status, added, removed, o, n))
+        # One line diff for both the counts and the patch: on a big file it is the cost.
+        text = text_diff(a, b)
+        counts = text.stat
+        files.append(FileDiff(path, status, counts.added, counts.removed, o, n, counts.approximate))
         if patch:
-            chunks.append(file_patch(path, o, n, read, binary=binary))
+            chunks.append(file_patch(path, o, n, read, binary=binary, text=text))
     return DiffResult(old_tree, new_tree, tuple(files), b"".join(chunks))

@@ -40,7 +40,7 @@ from ..model import (
 )
 from ..store import ChangeRow, Store
 from ._engine import same
-from ._patch import line_counts
+from ._patch import line_stat
 from ._rewind import target_scope
 from ._snapshot import Options, Recording, take
 from ._treediff import diff_trees
@@ -267,18 +267,19 @@ def _change_rows(store: Store, opts: Options, session: str, turn: int) -> list[C
             if gone
             else "modified"
         )
-        added, removed = line_counts(_content(store, before), _content(store, after))
+        counts = line_stat(_content(store, before), _content(store, after))
         undoable = before is None or before.kind not in (LARGE, UNREADABLE)
         rows.append(
             ChangeRow(
                 path=path,
                 status=status,
-                added=added,
-                removed=removed,
+                added=counts.added,
+                removed=counts.removed,
                 before=encode_state(before),
                 after=encode_state(after),
                 sha256=None if after is None or after.kind == DIR else after.oid,
                 undoable=undoable,
+                approximate=counts.approximate,
             )
         )
     return rows
@@ -293,6 +294,7 @@ def _change(r: ChangeRow) -> Change:
         r.sha256,
         r.undoable,
         change_kind(r.status, r.before, r.after),
+        r.approximate,
     )
 
 

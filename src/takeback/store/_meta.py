@@ -26,8 +26,9 @@ from ..model import (
 from ._sqlite import Tx, columns, damaged, db_path, tables
 
 #: The version of both databases' tables. 1: a store from before it counted columns,
-#: which may lack some of ``_ADDED_COLUMNS`` (and objects' delta columns); 2: has them all.
-SCHEMA_VERSION = 2
+#: which may lack some of ``_ADDED_COLUMNS`` (and objects' delta columns); 2: has them all
+#: but ``changes.approximate``; 3: has it too.
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -96,6 +97,7 @@ CREATE TABLE IF NOT EXISTS changes(
     after TEXT,
     sha256 TEXT,
     undoable INTEGER NOT NULL,
+    approximate INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY(session, turn, path)
 );
 CREATE TABLE IF NOT EXISTS ops(
@@ -131,6 +133,7 @@ _ADDED_COLUMNS = (
     ("steps", "command", "INTEGER NOT NULL DEFAULT 0"),
     ("snapshots", "unreadable", "TEXT NOT NULL DEFAULT '[]'"),
     ("snapshots", "unreadable_count", "INTEGER NOT NULL DEFAULT 0"),
+    ("changes", "approximate", "INTEGER NOT NULL DEFAULT 0"),
 )
 
 #: Opening a store: its version, and whether every table is there, in one query.
@@ -189,6 +192,7 @@ class ChangeRow(NamedTuple):
         after: the state the turn left, encoded (None: it deleted the path).
         sha256: the content the turn left (None for a deletion or a folder).
         undoable: false when the state before was never kept (over the size limit).
+        approximate: the line counts are an upper bound, not git's.
     """
 
     path: str
@@ -199,6 +203,7 @@ class ChangeRow(NamedTuple):
     after: str | None
     sha256: str | None
     undoable: bool
+    approximate: bool = False
 
 
 class OpRow(NamedTuple):
@@ -642,7 +647,7 @@ class MetaStore:
         self.conn.execute("DELETE FROM changes WHERE session=? AND turn=?", (session, turn))
         self.conn.executemany(
             "INSERT INTO changes(session, turn, path, status, added, removed, before, after, "
-            "sha256, undoable) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "sha256, undoable, approximate) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
                     session,
@@ -655,6 +660,7 @@ class MetaStore:
                     r.after,
                     r.sha256,
                     int(r.undoable),
+                    int(r.approximate),
                 )
                 for r in rows
             ],
@@ -663,12 +669,14 @@ class MetaStore:
     def change_rows(self, session: str, turn: int) -> list[ChangeRow]:
         """Return a turn's change list as stored (states encoded), in path order."""
         rows = self.conn.execute(
-            "SELECT path, status, added, removed, before, after, sha256, undoable FROM changes "
+            "SELECT path, status, added, removed, before, after, sha256, undoable, approximate "
+            "FROM changes "
             "WHERE session=? AND turn=? ORDER BY path",
             (session, turn),
         )
         return [
-            ChangeRow(_path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows
+            ChangeRow(_path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), bool(r[8]))
+            for r in rows
         ]
 
     def changes(self, session: str, turn: int) -> list[Change]:
@@ -682,6 +690,7 @@ class MetaStore:
                 sha256=r.sha256,
                 undoable=r.undoable,
                 kind=change_kind(r.status, r.before, r.after),
+                approximate=r.approximate,
             )
             for r in self.change_rows(session, turn)
         ]
