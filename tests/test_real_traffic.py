@@ -74,3 +74,40 @@ def test_real_mcp_server_answers_for_a_name_that_is_not_utf8(
         assert (ws_dir / ODD).read_text() == "made\n"
 
     serve(ws_dir, store_dir, body, "--session", "agent")
+
+
+def test_plain_undo_takes_back_the_reply_that_ended_last(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / "a.txt").write_text("a0\n")
+    (ws_dir / "b.txt").write_text("b0\n")
+    # A's reply, then B's reply; then A's person types the next prompt (A's snapshot is
+    # the newest), and the other person asks for a plain undo of what just happened.
+    tb("turn", "begin", "--session", "A")
+    tb("touch", "a.txt", "--session", "A")
+    (ws_dir / "a.txt").write_text("a1\n")
+    tb("turn", "end", "--session", "A")
+    tb("turn", "begin", "--session", "B")
+    tb("touch", "b.txt", "--session", "B")
+    (ws_dir / "b.txt").write_text("b1\n")
+    tb("turn", "end", "--session", "B")
+    tb("turn", "begin", "--session", "A")
+    with takeback.Workspace(ws_dir, store=tb.store) as ws:
+        assert ws.active_session() == "B"
+    out = tb("undo", "--json").stdout
+    doc = json.loads(out)
+    assert doc["session"] == "B" and doc["turns"] == [1]
+    assert (ws_dir / "b.txt").read_text() == "b0\n"
+    assert (ws_dir / "a.txt").read_text() == "a1\n"
+    # The person's line names the session and the turn too.
+    tb("redo", "--session", "B")
+    line = tb("undo").stdout.splitlines()[0]
+    assert line == "Undid turn 1 of session 'B'. Files restored: 1."
+
+
+def test_without_an_ended_turn_the_newest_snapshot_says_which_session(
+    ws_dir: Path, store_dir: Path
+) -> None:
+    with takeback.Workspace(ws_dir, store=store_dir) as ws:
+        ws.session("A").start()
+        ws.session("B").start()
+        ws.snapshot("a checkpoint", session="A")
+        assert ws.active_session() == "A"

@@ -258,7 +258,7 @@ class Workspace:
         """Return a session (its baseline is taken on first use).
 
         Args:
-            name: the session's name; None: the session that recorded last (as the
+            name: the session's name; None: the session whose turn ended last (as the
                 command line does), else ``default``.
         """
         if name is None:
@@ -278,15 +278,17 @@ class Workspace:
         return self.open_store().meta.sessions()
 
     def active_session(self) -> str:
-        """Return the session a person most likely means: the one that recorded last.
+        """Return the session a person most likely means: the one whose reply ended last.
 
-        That is the session of the newest snapshot that has one (with hooks installed,
-        the agent's conversation), else the newest session, else ``default``.
+        That is the session of the turn that ended last (with several conversations in one
+        workspace, the reply a person just saw finish, even when another conversation's
+        prompt came since); when no turn has ended, the session of the newest snapshot
+        that has one, else the newest session, else ``default``.
         """
         if not self.has_store():
             return DEFAULT_SESSION
         meta = self.open_store().meta
-        last = meta.last_recording_session()
+        last = meta.last_ended_turn_session() or meta.last_recording_session()
         if last is not None:
             return last
         sessions = meta.sessions()
@@ -295,8 +297,8 @@ class Workspace:
     def resolve(self, ref: str, *, session: str | None = None) -> Resolved:
         """Return the snapshot a ref names.
 
-        ``start``, a step ``N`` and ``turn:N`` are the session's (None: the session that
-        recorded last).
+        ``start``, a step ``N`` and ``turn:N`` are the session's (None: the session whose
+        turn ended last).
 
         Raises:
             RefError: unknown, ambiguous or malformed.
@@ -334,7 +336,7 @@ class Workspace:
             paths: only these paths (relative to the root, or absolute inside it) and
                 what is under them.
             session: the session whose step numbers and turns the refs name (None: the
-                session that recorded last).
+                session whose turn ended last).
             patch: also write the unified patch.
             binary: write binary files as git binary patches (``git diff --binary``), so
                 that ``git apply`` can apply the whole patch; else they are named only.

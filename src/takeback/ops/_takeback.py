@@ -68,6 +68,7 @@ class TurnOpResult:
             restored in place, ``A`` removed, ``D`` made again.
         ref: for a one-file undo, the ref of the state it went back to (``turn:N``, or
             the id of the snapshot before a command step).
+        session: the session whose turns it acted on.
     """
 
     kind: str
@@ -80,19 +81,26 @@ class TurnOpResult:
     left: dict[str, str] = field(default_factory=dict)
     actions: dict[str, PlanAction] = field(default_factory=dict)
     ref: str | None = None
+    session: str | None = None
 
     def summary(self) -> str:
-        """One line for people: ``Undid turn 3. Files restored: 3.``, or ``Nothing to undo.``."""
+        """One line for people, naming the session and turns it acted on.
+
+        ``Undid turn 3 of session 'agent'. Files restored: 3.``, or ``Nothing to undo.``.
+        """
         if self.nothing:
             return f"Nothing to {self.kind}."
         count = f"Files restored: {len(self.restored)}."
+        named = self.session is not None
+        of = f" of session {self.session!r}" if named else ""
+        in_ = f" in session {self.session!r}" if named else ""
         if self.kind == "undo-file":
-            return f"Put back as before {self.ref}. {count}"
+            return f"Put back as before {self.ref}{in_}. {count}"
         done = _DONE.get(self.kind, self.kind.capitalize())
         if not self.turns:
-            return f"{done}. {count}"
+            return f"{done}{in_}. {count}"
         word = "turn" if len(self.turns) == 1 else "turns"
-        return f"{done} {word} {', '.join(map(str, self.turns))}. {count}"
+        return f"{done} {word} {', '.join(map(str, self.turns))}{of}. {count}"
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``, and the MCP tools that take back)."""
@@ -107,6 +115,7 @@ class TurnOpResult:
             "left": self.left,
             "actions": self.actions,
             "ref": self.ref,
+            "session": self.session,
         }
 
 
@@ -251,6 +260,7 @@ def _run(
         done.conflicts if force else [],
         left=done.left,
         actions=actions,
+        session=session,
     )
 
 
@@ -295,7 +305,7 @@ def undo(
             if not done:
                 if file is not None:
                     raise UsageError(f"no turn to take {file} back from")
-                return TurnOpResult("undo", [], None, nothing=True)
+                return TurnOpResult("undo", [], None, nothing=True, session=session)
             t = done[-1]
         else:
             match = [t for t in turns if t.n == turn]
@@ -342,7 +352,7 @@ def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
             op for op in store.meta.ops(session, state="active") if op.kind in ("undo", "undo-file")
         ]
         if not ops:
-            return TurnOpResult("redo", [], None, nothing=True)
+            return TurnOpResult("redo", [], None, nothing=True, session=session)
         op = ops[0]
         op_id, turns, pre, data = op.id, op.turns, op.pre, op.data
         if op.kind == "undo-file":
@@ -434,7 +444,7 @@ def revert(rec: Recording, session: str, *, to_turn: int, force: bool = False) -
             return _move_revert(rec, session, all_turns, standing[0], to_turn, force)
         turns = [t for t in all_turns if t.n > to_turn and t.state == "done"]
         if not turns:
-            return TurnOpResult("revert", [], None, nothing=True)
+            return TurnOpResult("revert", [], None, nothing=True, session=session)
         first: dict[str, Entry | None] = {}
         last_after: dict[str, Entry | None] = {}
         who: dict[str, int] = {}
@@ -473,7 +483,7 @@ def _move_revert(
     held = set(reverted)
     old_to = int(data.get("to_turn", min(reverted, default=1) - 1))
     if to_turn == old_to:
-        return TurnOpResult("revert", [], None, nothing=True)
+        return TurnOpResult("revert", [], None, nothing=True, session=session)
     # The turns the record applies: those done, and those the standing revert took back.
     live = [t for t in all_turns if t.state == "done" or (t.state == "reverted" and t.n in held)]
     lists = {t.n: _changes(store, session, t.n) for t in live}
@@ -525,7 +535,7 @@ def unrevert(rec: Recording, session: str, *, force: bool = False) -> TurnOpResu
     with store.lock(exclusive=True):
         ops = store.meta.ops(session, kind="revert", state="active")
         if not ops:
-            return TurnOpResult("unrevert", [], None, nothing=True)
+            return TurnOpResult("unrevert", [], None, nothing=True, session=session)
         op_id, turns, pre = ops[0].id, ops[0].turns, ops[0].pre
         pre_tree = _tree_of(store, pre)
         if pre_tree is None:

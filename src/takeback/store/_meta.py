@@ -506,6 +506,14 @@ class MetaStore:
         ).fetchone()
         return None if row is None else str(row[0])
 
+    def last_ended_turn_session(self) -> str | None:
+        """Return the session of the turn that ended last (None: no turn has ended)."""
+        row = self.conn.execute(
+            "SELECT session FROM turns WHERE ended_at IS NOT NULL "
+            "ORDER BY ended_at DESC, rowid DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else str(row[0])
+
     def set_step_start(self, session: str, n: int, *, before: str, turn: int | None) -> None:
         """Record a step's snapshot before it, and the turn it belongs to."""
         self.conn.execute(
