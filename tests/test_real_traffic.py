@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from mcp import ClientSession
 import takeback
 from takeback.integrations._mcp_server import ServerConfig, _Tools
 
-from .conftest import CLI
+from .conftest import CLI, SRC
 from .test_mcp import Call, ok, serve
 
 #: a file name that is not UTF-8 (Latin-1 "café.txt")
@@ -111,3 +113,36 @@ def test_without_an_ended_turn_the_newest_snapshot_says_which_session(
         ws.session("B").start()
         ws.snapshot("a checkpoint", session="A")
         assert ws.active_session() == "A"
+
+
+def test_parallel_touches_with_no_open_turn_open_exactly_one(tb: CLI, ws_dir: Path) -> None:
+    names = [f"f{i}.txt" for i in range(6)]
+    tb("turn", "begin")
+    tb("turn", "end")
+    env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC)
+    for round in range(3):
+        for name in names:
+            (ws_dir / name).write_text(f"{name} {round}\n")
+        # Parallel PreToolUse hooks, each with no open turn when it starts.
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "takeback", "touch", name],
+                cwd=ws_dir,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for name in names
+        ]
+        for p in procs:
+            _out, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+        with takeback.Workspace(ws_dir, store=tb.store) as ws:
+            turns = ws.session("default").turns()
+            assert [t.n for t in turns if t.state == "open"] == [round + 2]
+            assert len(turns) == round + 2
+            turn = ws.session("default").current_turn()
+            assert turn is not None
+            for name in names:
+                (ws_dir / name).write_text("changed\n")
+            assert sorted(c.path for c in turn.end()) == names

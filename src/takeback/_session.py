@@ -132,18 +132,38 @@ class Session:
     def turn(self, label: str = "") -> Turn:
         """Begin a turn (one reply of the agent); use it as a context manager to end it.
 
-        A turn still open is ended first. When the session's baseline cannot be taken,
-        the turn is detached (see the module's docstring).
+        A turn still open is ended first. A turn another process opened while this one
+        was opening (parallel hooks of one reply, each finding no open turn) is that
+        turn, not a reason for a second one. When the session's baseline cannot be
+        taken, the turn is detached (see the module's docstring).
         """
         if not self._started():
             return Turn(self, 0, label)
-        store = self.workspace.open_store()
-        current = ops.open_turn(store, self.name)
+        current = ops.open_turn(self.workspace.open_store(), self.name)
         if current is not None:
             Turn(self, current, "").end()
+        return self._open_turn(label)
+
+    def ensure_turn(self, label: str = "") -> Turn:
+        """Return the open turn, opening one when none is (what a file tool's hook needs).
+
+        Unlike :meth:`turn`, it never ends a turn: parallel callers that each find no
+        open turn open one between them, and one that comes later joins it.
+        """
+        current = self.current_turn()
+        if current is not None:
+            return current
+        if not self._started():
+            return Turn(self, 0, label)
+        return self._open_turn(label)
+
+    def _open_turn(self, label: str) -> Turn:
+        """Open a turn, or join one another process opened since the caller looked."""
+        store = self.workspace.open_store()
         before = self._try_snapshot("turn", message=label)
-        n = ops.begin_turn(store, self.name, label, before.id if before else None)
-        return Turn(self, n, label)
+        n = ops.begin_turn(store, self.name, label, before.id if before else None, reuse_open=True)
+        row = store.meta.turn_row(self.name, n)
+        return Turn(self, n, row.label if row is not None else label)
 
     def current_turn(self) -> Turn | None:
         """Return the open turn, if one is open."""
@@ -627,7 +647,7 @@ class Step:
             PathError: the path is outside the root.
         """
         if self.turn is None:
-            turn = self.session.current_turn() or self.session.turn()
+            turn = self.session.ensure_turn()
             self.turn = turn.n
         else:
             turn = Turn(self.session, self.turn, "")

@@ -127,15 +127,31 @@ def open_turn(store: Store, session: str) -> int | None:
     return None
 
 
-def begin_turn(store: Store, session: str, label: str, before: str | None) -> int:
+def begin_turn(
+    store: Store, session: str, label: str, before: str | None, *, reuse_open: bool = False
+) -> int:
     """Open a new turn; redo and unrevert stop being possible (a new turn makes them final).
 
+    Args:
+        store: the open store.
+        session: the session's name.
+        label: the turn's label.
+        before: the snapshot taken before the turn.
+        reuse_open: when a turn of the session is open (opened by another process since
+            the caller looked and found none), return it instead of opening a second one.
+            The check and the opening are one write transaction, so parallel callers
+            (hooks of tool calls run at once) open one turn between them.
+
     Returns:
-        The new turn's number.
+        The new turn's number (or the open one's, with ``reuse_open``).
     """
     meta = store.meta
     with meta.tx():
         rows = meta.turn_rows(session)
+        if reuse_open:
+            for row in reversed(rows):
+                if row.state == "open":
+                    return row.n
         n = rows[-1].n + 1 if rows else 1
         meta.add_turn(session, n, label, before, time.time())
         for op in meta.ops(session, state="active"):
