@@ -146,3 +146,24 @@ def test_parallel_touches_with_no_open_turn_open_exactly_one(tb: CLI, ws_dir: Pa
             for name in names:
                 (ws_dir / name).write_text("changed\n")
             assert sorted(c.path for c in turn.end()) == names
+
+
+def test_a_file_another_session_claimed_during_a_command_is_not_the_commands(
+    ws_dir: Path, store_dir: Path
+) -> None:
+    (ws_dir / "a.txt").write_text("a0\n")
+    (ws_dir / "x.txt").write_text("x0\n")
+    with takeback.Workspace(ws_dir, store=store_dir) as ws:
+        a, b = ws.session("A"), ws.session("B")
+        with a.turn("build") as ta:
+            step = ta.command("make").begin()
+            (ws_dir / "a.txt").write_text("a1\n")  # what A's command does
+            with b.turn("edit") as tb_:
+                tb_.touch("x.txt")  # B's file tool, while A's command runs
+                (ws_dir / "x.txt").write_text("x1, B's\n")
+            step.finish(0)
+        assert [c.path for c in a.changes()] == ["a.txt"]
+        assert [c.path for c in b.changes()] == ["x.txt"]
+        a.undo()
+        assert (ws_dir / "a.txt").read_text() == "a0\n"
+        assert (ws_dir / "x.txt").read_text() == "x1, B's\n"

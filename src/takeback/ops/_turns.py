@@ -212,6 +212,11 @@ def join_command(
     first, a touch made while this one ran) takes this earlier state instead. A path the
     command only brought into scope (see the module's docstring) is left out.
 
+    A path another session claimed while the command ran (its file tool touched it, in
+    a turn of its own, since ``before_at``, or its turn that touched it is still open) is
+    left out too: with two conversations in one workspace, the other's write is not this
+    command's change, and undo of this turn must not take it back.
+
     Returns:
         (path, before, after) of every path that differs and joined the turn.
     """
@@ -223,9 +228,12 @@ def join_command(
         merged[p] = (merged[p][0] if p in merged else a, b)
     scope = None
     deltas = []
+    claimed = store.meta.claimed_by_others(session, before_at) if before_at is not None else set()
     for p, (a, b) in merged.items():
         if same(a, b):
             continue  # a folder's mode: its files are the changes
+        if p in claimed:
+            continue
         if a is None:
             scope = scope or target_scope(store, opts, before_tree)
             if scope.ignored(p, is_dir=b is not None and b.kind == DIR, index=False):

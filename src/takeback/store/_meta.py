@@ -637,6 +637,19 @@ class MetaStore:
         )
         return False
 
+    def claimed_by_others(self, session: str, since: float) -> set[str]:
+        """Return the paths other sessions claimed: touched since ``since``, or in an open turn.
+
+        A path another conversation's file tool touched (or its command changed) is
+        that conversation's change, not something a command of ``session`` did.
+        """
+        rows = self.conn.execute(
+            "SELECT t.path FROM touches t JOIN turns u ON u.session=t.session AND u.n=t.turn "
+            "WHERE t.session != ? AND (t.at >= ? OR u.state = 'open')",
+            (session, since),
+        )
+        return {_path(r[0]) for r in rows}
+
     def touches(self, session: str, turn: int) -> dict[str, TouchRow]:
         """Return what a turn kept of each path it touched, by path."""
         rows = self.conn.execute(
