@@ -167,3 +167,57 @@ def test_a_file_another_session_claimed_during_a_command_is_not_the_commands(
         a.undo()
         assert (ws_dir / "a.txt").read_text() == "a0\n"
         assert (ws_dir / "x.txt").read_text() == "x1, B's\n"
+
+
+def mcp_tools(ws_dir: Path, store_dir: Path) -> _Tools:
+    return _Tools(ServerConfig(root=str(ws_dir), store=str(store_dir), session="agent"))
+
+
+def test_the_agents_own_rewind_and_undo_file_belong_to_its_reply(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
+    (ws_dir / "a.txt").write_text("a0\n")
+    (ws_dir / "b.txt").write_text("b0\n")
+    s = ("--session", "agent")
+    tb("turn", "begin", *s)
+    tb("touch", "a.txt", "b.txt", *s)
+    (ws_dir / "a.txt").write_text("a1\n")
+    (ws_dir / "b.txt").write_text("b1\n")
+    tb("turn", "end", *s)
+    # Reply 2: the agent rewinds a.txt and undoes b.txt with its own tools, then edits.
+    tb("turn", "begin", *s)
+    tools = mcp_tools(ws_dir, store_dir)
+    tools.rewind("turn:1", ["a.txt"], False, None)
+    assert (ws_dir / "a.txt").read_text() == "a0\n"
+    r = tools.undo_file("b.txt", None)
+    assert r["action"] == "M" and (ws_dir / "b.txt").read_text() == "b0\n"
+    with takeback.Workspace(ws_dir, store=store_dir) as ws:
+        open_turn = ws.session("agent").current_turn()
+        assert open_turn is not None and open_turn.n == 2  # undo_file did not end it
+    tb("touch", "c.txt", *s)
+    (ws_dir / "c.txt").write_text("c\n")
+    tb("turn", "end", *s)
+    with takeback.Workspace(ws_dir, store=store_dir) as ws:
+        agent = ws.session("agent")
+        assert [t.n for t in agent.turns()] == [1, 2]
+        assert sorted(c.path for c in agent.changes(2)) == ["a.txt", "b.txt", "c.txt"]
+    # Undo of reply 2 takes back what the rewind and the one-file undo wrote, too.
+    tb("undo", *s)
+    assert (ws_dir / "a.txt").read_text() == "a1\n"
+    assert (ws_dir / "b.txt").read_text() == "b1\n"
+    assert not (ws_dir / "c.txt").exists()
+
+
+def test_mcp_undo_turn_inside_a_reply_belongs_to_it(tb: CLI, ws_dir: Path, store_dir: Path) -> None:
+    (ws_dir / "a.txt").write_text("a0\n")
+    s = ("--session", "agent")
+    tb("turn", "begin", *s)
+    tb("touch", "a.txt", *s)
+    (ws_dir / "a.txt").write_text("a1\n")
+    tb("turn", "end", *s)
+    tb("turn", "begin", *s)
+    u = mcp_tools(ws_dir, store_dir).turn_op("undo", None, False, None)
+    assert u["turns"] == [1] and (ws_dir / "a.txt").read_text() == "a0\n"
+    tb("turn", "end", *s)
+    with takeback.Workspace(ws_dir, store=store_dir) as ws:
+        assert [c.path for c in ws.session("agent").changes(2)] == ["a.txt"]

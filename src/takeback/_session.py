@@ -13,6 +13,7 @@ outside any turn, once per file it changed when it finishes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -315,7 +316,8 @@ class Session:
             force: overwrite files changed since the turn (they are in the result's
                 ``conflicts``, and in the snapshot taken before).
             end_open: false when the agent itself asks (over MCP): its open turn is the
-                reply asking, and the last turn is the last one ended.
+                reply asking, and the last turn is the last one ended; what the undo
+                writes joins that open turn (undo of the reply takes it back too).
 
         Returns:
             What was restored, and the snapshot taken before (``pre``); ``nothing`` when
@@ -335,18 +337,23 @@ class Session:
             end_open=end_open,
         )
 
-    def undo_file(self, file: str | os.PathLike[str], *, force: bool = False) -> ops.TurnOpResult:
+    def undo_file(
+        self, file: str | os.PathLike[str], *, force: bool = False, end_open: bool = True
+    ) -> ops.TurnOpResult:
         """Put one file back as it was before the session first changed it.
 
         The turns' change lists say when that was (where the session has no turns, its
         command steps do). A file the session created is removed, with the folders made
-        for it when they are left empty. A turn still open is ended first.
+        for it when they are left empty. A turn still open is ended first, unless
+        ``end_open`` is false.
 
         Args:
             file: the path (relative to the root, or absolute inside it).
             force: overwrite the file when it changed since what the session's record
                 last says of it (an undo, redo or revert counts; a person's edit does
                 not): the snapshot taken before keeps the edit.
+            end_open: false when the agent itself asks (over MCP), inside its reply: the
+                open turn stays open, and what the undo writes joins it.
 
         Returns:
             What was restored (``kind`` is ``undo-file``), and the snapshot taken before.
@@ -361,16 +368,26 @@ class Session:
         if not rel:
             raise UsageError("undo_file takes a file, not the whole workspace")
         return self._take_back(
-            lambda rec: ops.undo_file(rec, self.name, rel, force=force), end_open=True
+            lambda rec: ops.undo_file(
+                rec, self.name, rel, force=force, open_turn=rec.join[1] if rec.join else None
+            ),
+            end_open=end_open,
         )
 
-    def redo(self, *, force: bool = False) -> ops.TurnOpResult:
+    def redo(self, *, force: bool = False, join_open: bool = False) -> ops.TurnOpResult:
         """Bring back what the last undo took back (undo after undo, redo walks forward).
+
+        Args:
+            force: overwrite files changed since the undo.
+            join_open: the agent itself asks (over MCP), inside its reply: what the redo
+                writes joins the session's open turn.
 
         Raises:
             ConflictError: a file changed since the undo; nothing was written.
         """
-        return self._take_back(lambda rec: ops.redo(rec, self.name, force=force), end_open=False)
+        return self._take_back(
+            lambda rec: ops.redo(rec, self.name, force=force), end_open=False, join=join_open
+        )
 
     def revert(self, *, to_turn: int, force: bool = False) -> ops.TurnOpResult:
         """Take back every turn after ``to_turn`` at once (0: every turn).
@@ -394,15 +411,27 @@ class Session:
         )
 
     def _take_back(
-        self, op: Callable[[ops.Recording], ops.TurnOpResult], *, end_open: bool
+        self,
+        op: Callable[[ops.Recording], ops.TurnOpResult],
+        *,
+        end_open: bool,
+        join: bool | None = None,
     ) -> ops.TurnOpResult:
+        """Run a take-back, ending the open turn first or joining its writes to it.
+
+        ``join`` (default: not ``end_open``) joins what it writes to the open turn: the
+        agent's reply that asked for it.
+        """
         ws = self.workspace
+        current = self.current_turn()
+        rec = ws.recording()
         if end_open:
             # The one place an open turn ends before a take-back: its events go out.
-            current = self.current_turn()
             if current is not None:
                 current.end()
-        result = op(ws.recording())
+        elif (not end_open if join is None else join) and current is not None:
+            rec = dataclasses.replace(rec, join=(self.name, current.n))
+        result = op(rec)
         if not result.nothing:
             ws.announce_restore(
                 result.kind,

@@ -7,6 +7,7 @@ folder or environment here: the caller passes ``root`` and, optionally, ``store`
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -384,11 +385,14 @@ class Workspace:
         dry_run: bool = False,
         session: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
+        join_open: bool = False,
     ) -> RewindResult:
         """Put the workspace (or just ``paths``) back as it was at ``to``.
 
         A dry run plans against the files now and writes nothing (not even a snapshot).
         Otherwise a pre-rewind snapshot is taken first; its id undoes the rewind.
+        With ``join_open`` (the agent's own rewind, asked over MCP inside its reply),
+        what it writes joins the session's open turn, so undo of the reply takes it back.
 
         Raises:
             RefError: ``to`` names nothing.
@@ -400,8 +404,13 @@ class Workspace:
         resolved = self.resolve(to, session=session)
         target = resolved.snapshot
         rels = [self.rel(p, follow=False) for p in paths] if paths is not None else None
+        rec = self.recording()
+        if join_open and not dry_run:
+            n = ops.open_turn(rec.store, session)
+            if n is not None:
+                rec = dataclasses.replace(rec, join=(session, n))
         done = ops.rewind(
-            self.recording(),
+            rec,
             target,
             paths=rels,
             dry_run=dry_run,

@@ -268,7 +268,9 @@ class _Tools:
         with self.workspace() as ws:
             s = self.session(ws, session)
             rel = ws.rel(path, follow=False)
-            result = s.undo_file(rel, force=force)
+            # The agent asking is in its own open turn: it stays open, and what the undo
+            # writes joins it (as undo_turn).
+            result = s.undo_file(rel, force=force, end_open=False)
             action = result.actions.get(rel)
             what = {
                 "M": "restored",
@@ -299,7 +301,7 @@ class _Tools:
             result = (
                 s.undo(turn=turn, force=force, end_open=False)
                 if kind == "undo"
-                else s.redo(force=force)
+                else s.redo(force=force, join_open=True)
             )
             return {**result.to_json(), "session": s.name, "message": result.summary()}
 
@@ -310,7 +312,11 @@ class _Tools:
         with self.workspace() as ws:
             s = self.session(ws, session)
             result = ws.rewind(
-                ref, paths=self.rel_paths(ws, paths), dry_run=dry_run, session=s.name
+                ref,
+                paths=self.rel_paths(ws, paths),
+                dry_run=dry_run,
+                session=s.name,
+                join_open=True,
             )
             return {**result.to_json(), "session": s.name}
 
@@ -370,8 +376,8 @@ def build_server(config: ServerConfig) -> MCPServer:
         """Put one file back as it was before the session first changed it.
 
         A file the session created is deleted. A file changed since the session's last
-        change to it (a person's edit) is a conflict unless ``force``. A turn still open
-        is ended first, and a snapshot is taken before writing.
+        change to it (a person's edit) is a conflict unless ``force``. A snapshot is taken
+        before writing; what it writes is part of your current reply (its turn).
         """
         return tools.undo_file(path, session, force)
 

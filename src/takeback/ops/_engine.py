@@ -344,6 +344,7 @@ def apply(
     folder_modes: str | None = None,
     prune_to: str | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    claim: Callable[[list[tuple[str, Entry | None]]], None] | None = None,
 ) -> Applied:
     """Write checked moves into the workspace (the caller holds the exclusive lock).
 
@@ -359,6 +360,8 @@ def apply(
         prune_to: a tree: a folder left empty by a removal and absent from it is removed
             too (None: folders are removed only as moves of their own).
         on_progress: called with (done, total) after each move.
+        claim: called with (path, state now) of every move before the first write (a
+            turn the writes join records them there).
 
     Raises:
         StoreCorruptError: the store cannot give back something the operation would
@@ -387,6 +390,8 @@ def apply(
             if held + len(data) <= _HOLD_BYTES:
                 blobs[w.oid] = data
                 held += len(data)
+    if claim is not None:
+        claim([(m.path, m.now) for m in todo])
     remove_stale_temps(store, store.read_journal())
     store.write_journal(
         {

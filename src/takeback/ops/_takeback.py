@@ -220,6 +220,7 @@ def _run(
         pre=pre.id,
         folder_modes=target_tree,
         prune_to=target_tree if prune else None,
+        claim=rec.claim,
     )
     paths = [p.rstrip("/") for p in done.restored]
     first_pre = pre.id
@@ -610,8 +611,13 @@ def _step_changed(store: Store, before: str | None, after: str | None, path: str
     )
 
 
-def _first_change(store: Store, session: str, path: str) -> tuple[str, str | None, Entry | None]:
+def _first_change(
+    store: Store, session: str, path: str, open_turn: int | None = None
+) -> tuple[str, str | None, Entry | None]:
     """Return (ref, snapshot before, state before) of the session's first change to ``path``.
+
+    ``open_turn``: a turn still open whose touches count (its first touch of the path
+    kept the state before it).
 
     Raises:
         UsageError: the session did not change the path.
@@ -625,6 +631,11 @@ def _first_change(store: Store, session: str, path: str) -> tuple[str, str | Non
             tree = _tree_of(store, st.before)
             assert tree is not None
             return st.before, st.before, lookup(store.objects.get_tree, tree, path)
+    if open_turn is not None:
+        kept = store.meta.touches(session, open_turn).get(path)
+        row = store.meta.turn_row(session, open_turn)
+        if kept is not None and row is not None:
+            return f"turn:{open_turn}", row.before, decode_state(kept.state)
     info = store.meta.session(session)
     if not _turns(store, session) and info is not None:
         # No change list says when (an agent that takes checkpoints and edits with tools
@@ -653,13 +664,16 @@ def _last_recorded(
     return None, None
 
 
-def undo_file(rec: Recording, session: str, path: str, *, force: bool = False) -> TurnOpResult:
+def undo_file(
+    rec: Recording, session: str, path: str, *, force: bool = False, open_turn: int | None = None
+) -> TurnOpResult:
     """Put one file back as it was before the session first changed it.
 
     A file the session created is removed (and the folders made for it, when empty). The
     file is checked against what the record says it holds now (what the last turn or
     operation left there): a person's edit since is a conflict (the caller ends an open
-    turn first).
+    turn first, or names it in ``open_turn``: the agent asking inside its reply, whose
+    own writes to the file since its touch are what it holds now).
 
     Raises:
         ConflictError: the file changed since the record's last word on it.
@@ -668,9 +682,11 @@ def undo_file(rec: Recording, session: str, path: str, *, force: bool = False) -
     store = rec.store
     check_relpath(path)
     with store.lock(exclusive=True):
-        ref, snap, before = _first_change(store, session, path)
+        ref, snap, before = _first_change(store, session, path, open_turn)
         source, now = recorded_state(store, session, path)
-        if source is None:
+        if open_turn is not None and path in store.meta.touches(session, open_turn):
+            source = None  # the open turn's own write, whatever it holds now
+        elif source is None:
             source, now = _last_recorded(store, session, path, before)
         pairs: list[_Pair] | Callable[[str], list[_Pair]] = [(path, now, before)]
         if source is None:
