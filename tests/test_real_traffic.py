@@ -221,3 +221,18 @@ def test_mcp_undo_turn_inside_a_reply_belongs_to_it(tb: CLI, ws_dir: Path, store
     tb("turn", "end", *s)
     with takeback.Workspace(ws_dir, store=store_dir) as ws:
         assert [c.path for c in ws.session("agent").changes(2)] == ["a.txt"]
+
+
+def test_mcp_undo_file_keeps_a_persons_save_before_the_agents_edit(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
+    (ws_dir / "a.txt").write_text("a0\n")
+    s = ("--session", "agent")
+    tb("turn", "begin", *s)
+    (ws_dir / "a.txt").write_text("a person's save\n")  # after the prompt, before the edit
+    tb("touch", "a.txt", *s)
+    (ws_dir / "a.txt").write_text("the agent's edit\n")
+    tb("turn", "end", *s)
+    r = mcp_tools(ws_dir, store_dir).undo_file("a.txt", None)
+    assert r["action"] == "M" and r["ref"] == "turn:1"
+    assert (ws_dir / "a.txt").read_text() == "a person's save\n"
