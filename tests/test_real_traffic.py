@@ -236,3 +236,37 @@ def test_mcp_undo_file_keeps_a_persons_save_before_the_agents_edit(
     r = mcp_tools(ws_dir, store_dir).undo_file("a.txt", None)
     assert r["action"] == "M" and r["ref"] == "turn:1"
     assert (ws_dir / "a.txt").read_text() == "a person's save\n"
+
+
+def gen_turn(ws_dir: Path, store_dir: Path) -> takeback.Workspace:
+    """A turn that creates gen/out.txt, then adds gen/ to .gitignore."""
+    (ws_dir / ".gitignore").write_text("*.log\n")
+    ws = takeback.Workspace(ws_dir, store=store_dir)
+    with ws.session("agent").turn("generate") as turn:
+        turn.touch("gen/out.txt")
+        (ws_dir / "gen").mkdir()
+        (ws_dir / "gen" / "out.txt").write_text("generated\n")
+        turn.touch(".gitignore")
+        (ws_dir / ".gitignore").write_text("*.log\ngen/\n")
+    return ws
+
+
+def test_undo_removes_a_file_the_turn_created_and_then_ignored(
+    ws_dir: Path, store_dir: Path
+) -> None:
+    with gen_turn(ws_dir, store_dir) as ws:
+        r = ws.session("agent").undo()
+        assert (ws_dir / ".gitignore").read_text() == "*.log\n"
+        assert not (ws_dir / "gen").exists(), r.left
+        assert "gen/out.txt" in r.restored and r.actions["gen/out.txt"] == "A"
+
+
+def test_a_created_then_ignored_file_changed_since_is_left_and_named(
+    ws_dir: Path, store_dir: Path
+) -> None:
+    with gen_turn(ws_dir, store_dir) as ws:
+        (ws_dir / "gen" / "out.txt").write_text("a person's edit\n")
+        r = ws.session("agent").undo()
+        assert (ws_dir / ".gitignore").read_text() == "*.log\n"
+        assert (ws_dir / "gen" / "out.txt").read_text() == "a person's edit\n"
+        assert "gen/out.txt" in r.left

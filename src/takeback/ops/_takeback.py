@@ -165,6 +165,7 @@ def _run(
     on_done: Callable[[MetaStore], None],
     record_as: str | None = None,
     record_state: str = "active",
+    created: Callable[[str], bool] | None = None,
 ) -> TurnOpResult:
     """Snapshot, check, write through the engine, and record one operation (under the lock).
 
@@ -185,6 +186,9 @@ def _run(
         on_done: updates turn and op states, in the transaction that records the op.
         record_as: the op's kind in the record (default: ``kind``).
         record_state: the op's state in the record.
+        created: whether the record says the source created a path (what it writes
+            there is nothing): its own output is removed even where the target's rules
+            ignore it.
 
     Raises:
         ConflictError: a path is not as the record says, and ``force`` is false.
@@ -201,7 +205,7 @@ def _run(
     )
     if callable(pairs):
         pairs = pairs(pre.tree)
-    moves = engine.moves_from(store, pre.tree, pairs)
+    moves = engine.moves_from(store, pre.tree, pairs, created=created)
     scope = target_scope(store, opts, target_tree) if target_tree else None
     checked = engine.check(store, moves, force=force, target_scope=scope)
     if checked.conflicts and not force:
@@ -338,6 +342,7 @@ def undo(
             prune=True,
             data={"file": file},
             on_done=on_done,
+            created=lambda _p: True,  # nothing there before: the turn's own
         )
 
 
@@ -472,6 +477,7 @@ def revert(rec: Recording, session: str, *, to_turn: int, force: bool = False) -
             prune=True,
             data={"to_turn": to_turn},
             on_done=on_done,
+            created=lambda _p: True,  # nothing there before: the turn's own
         )
 
 
@@ -706,6 +712,7 @@ def undo_file(
             prune=True,
             data={"file": path},
             on_done=lambda meta: None,
+            created=lambda _p: True,
         )
         result.ref = ref
         return result
