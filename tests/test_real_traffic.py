@@ -270,3 +270,79 @@ def test_a_created_then_ignored_file_changed_since_is_left_and_named(
         assert (ws_dir / ".gitignore").read_text() == "*.log\n"
         assert (ws_dir / "gen" / "out.txt").read_text() == "a person's edit\n"
         assert "gen/out.txt" in r.left
+
+
+def run_tb(cwd: Path, *args: str, store: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The real command line, with the default store unless ``store`` is given."""
+    env = {k: v for k, v in os.environ.items() if k != "TAKEBACK_STORE"}
+    env["PYTHONPATH"] = SRC
+    if store is not None:
+        env["TAKEBACK_STORE"] = str(store)
+    return subprocess.run(
+        [sys.executable, "-m", "takeback", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def a_recorded_project(tmp_path: Path, store: Path | None = None) -> Path:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "a.txt").write_text("a0\n")
+    for args in (("turn", "begin"), ("touch", "a.txt")):
+        assert run_tb(proj, *args, store=store).returncode == 0
+    (proj / "a.txt").write_text("a1\n")
+    assert run_tb(proj, "turn", "end", store=store).returncode == 0
+    return proj
+
+
+def test_a_moved_workspace_is_recognized_and_adopts_its_history(tmp_path: Path) -> None:
+    proj = a_recorded_project(tmp_path)
+    moved = tmp_path / "renamed"
+    proj.rename(moved)
+    proc = run_tb(moved, "undo")
+    assert proc.returncode == 2
+    assert f"this folder looks like {proj}, moved: adopt its history with `takeback adopt " in (
+        proc.stderr
+    )
+    assert (moved / "a.txt").read_text() == "a1\n"
+    proc = run_tb(moved, "adopt", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["root"] == str(moved.resolve())
+    assert not any(p.name.startswith("proj-") for p in Path(doc["store"]).parent.iterdir())
+    proc = run_tb(moved, "undo")
+    assert proc.returncode == 0, proc.stderr
+    assert (moved / "a.txt").read_text() == "a0\n"
+    # Nothing was written in the workspace but the undo's own file.
+    assert sorted(p.name for p in moved.iterdir()) == ["a.txt"]
+
+
+def test_a_moved_workspace_with_its_own_store_is_told_to_adopt_it(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    proj = a_recorded_project(tmp_path, store)
+    moved = tmp_path / "elsewhere"
+    proj.rename(moved)
+    proc = run_tb(moved, "undo", store=store)
+    assert proc.returncode != 0
+    assert f"looks like {proj}, moved: adopt its history with `takeback adopt {store}`" in (
+        proc.stderr
+    )
+    assert run_tb(moved, "adopt", str(store), store=store).returncode == 0
+    proc = run_tb(moved, "undo", store=store)
+    assert proc.returncode == 0, proc.stderr
+    assert (moved / "a.txt").read_text() == "a0\n"
+
+
+def test_a_copy_does_not_adopt_the_history_of_a_folder_that_still_exists(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    a_recorded_project(tmp_path, store)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    proc = run_tb(copy, "adopt", str(store), store=store)
+    assert proc.returncode == 2 and "still exists" in proc.stderr

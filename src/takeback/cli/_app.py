@@ -32,6 +32,7 @@ COMMANDS = {
     "unrevert": "unrevert_cmd",
     "turn": "turn_cmd",
     "touch": "touch_cmd",
+    "adopt": "adopt_cmd",
 }
 
 SCHEMA = 1
