@@ -481,7 +481,7 @@ def test_without_a_session_commands_use_the_one_that_recorded_last(tb: CLI, ws_d
     (ws_dir / "f.txt").write_text("agent wrote this\n")
     tb("turn", "end", "--session", "agent-7f3a")
     out = tb("undo").stdout  # a person, after the agent's reply, with no --session
-    assert out.startswith("Undid turn 1. Files restored: 1.")
+    assert out.startswith("Undid turn 1 of session 'agent-7f3a'. Files restored: 1.")
     assert (ws_dir / "f.txt").read_text() == "before\n"
     assert tb("undo", "--session", "default").stdout.strip() == "Nothing to undo."
 

@@ -193,7 +193,7 @@ def test_a_whole_session_through_the_installed_hooks(
 
     undo = json.loads(tb("undo", "--session", SESSION, "--json").stdout)
     assert undo["turns"] == [2] and state(ws_dir) == s1
-    assert "Undid turn 1." in tb("undo", "--session", SESSION).stdout
+    assert f"Undid turn 1 of session {SESSION!r}." in tb("undo", "--session", SESSION).stdout
     assert state(ws_dir) == s0
     tb("redo", "--session", SESSION)
     assert state(ws_dir) == s1

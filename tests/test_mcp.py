@@ -189,14 +189,24 @@ def test_undo_file_undo_turn_redo(tb: CLI, ws_dir: Path, store_dir: Path) -> Non
 
     async def body2(session: ClientSession, call: Call) -> None:
         u = ok(await call("undo_turn"))
-        assert u["turns"] == [2] and u["message"] == "Undid turn 2. Files restored: 1."
+        # Turn 2 holds the agent's own take-backs made during it: undo_file removed
+        # new/deep/made.txt inside reply 2, so undo of reply 2 brings it back.
+        assert (
+            u["turns"] == [2]
+            and u["message"] == "Undid turn 2 of session 'agent'. Files restored: 2."
+        )
+        assert u["restored"] == ["app.py", "new/deep/made.txt"]
         assert (ws_dir / "app.py").read_text() == "v2\n"
+        assert (ws_dir / "new/deep/made.txt").read_text() == "made\n"
         r = ok(await call("redo"))
         assert r["turns"] == [2] and (ws_dir / "app.py").read_text() == "v3\n"
+        assert not (ws_dir / "new/deep/made.txt").exists()
         # Redo walks on through the one-file undos: app.py's was taken back by the rewind
         # already (nothing to write); new/deep/made.txt's brings the file back.
         r = ok(await call("redo"))
-        assert r["message"] == "Redid. Files restored: 0." and r["restored"] == []
+        assert (
+            r["message"] == "Redid in session 'agent'. Files restored: 0." and r["restored"] == []
+        )
         r = ok(await call("redo"))
         assert r["restored"] == ["new/deep/made.txt"]
         assert (ws_dir / "new/deep/made.txt").read_text() == "made\n"

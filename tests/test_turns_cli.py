@@ -129,10 +129,10 @@ def test_three_turns_undo_redo(tb: CLI, ws_dir: Path) -> None:
     mine = state(ws_dir)["README.md"]
 
     proc = tb("undo")
-    assert proc.stdout.splitlines()[0] == "Undid turn 3. Files restored: 2."
+    assert proc.stdout.splitlines()[0] == "Undid turn 3 of session 'default'. Files restored: 2."
     assert state(ws_dir) == {**states[2], "README.md": mine}
     proc = tb("undo")
-    assert proc.stdout.splitlines()[0] == "Undid turn 2. Files restored: 11."
+    assert proc.stdout.splitlines()[0] == "Undid turn 2 of session 'default'. Files restored: 11."
     assert state(ws_dir) == {**states[1], "README.md": mine}
 
     # A person's edit to a file the turn changed: undo refuses and writes nothing.
@@ -147,14 +147,16 @@ def test_three_turns_undo_redo(tb: CLI, ws_dir: Path) -> None:
     assert state(ws_dir) == before and fingerprint(ws_dir) == prints
 
     proc = tb("undo", "--force")
-    assert proc.stdout.splitlines()[0] == "Undid turn 1. Files restored: 2."
+    assert proc.stdout.splitlines()[0] == "Undid turn 1 of session 'default'. Files restored: 2."
     assert state(ws_dir) == {**states[0], "README.md": mine}
     assert tb("undo").stdout.strip() == "Nothing to undo."
     assert as_json(tb("changes", "--json"))["state"] == "undone"
 
     for n in (1, 2, 3):
         proc = tb("redo")
-        assert proc.stdout.splitlines()[0].startswith(f"Redid turn {n}. Files restored:")
+        assert proc.stdout.splitlines()[0].startswith(
+            f"Redid turn {n} of session 'default'. Files restored:"
+        )
         assert state(ws_dir) == {**states[n], "README.md": mine}
     assert tb("redo").stdout.strip() == "Nothing to redo."
 
@@ -182,7 +184,10 @@ def test_revert_and_unrevert_across_processes(tb: CLI, ws_dir: Path) -> None:
     mine = state(ws_dir)["notes.txt"]
 
     proc = tb("revert", "--to-turn", "1")
-    assert proc.stdout.splitlines()[0] == "Reverted turns 2, 3. Files restored: 13."
+    assert (
+        proc.stdout.splitlines()[0]
+        == "Reverted turns 2, 3 of session 'default'. Files restored: 13."
+    )
     assert state(ws_dir) == {**states[1], "notes.txt": mine}
     assert tb("redo").stdout.strip() == "Nothing to redo."
 
@@ -199,7 +204,9 @@ def test_revert_and_unrevert_across_processes(tb: CLI, ws_dir: Path) -> None:
     assert fingerprint(ws_dir) == prints
     write(ws_dir, "pkg/m0.py", states[3]["pkg/m0.py"][1])
 
-    assert tb("revert", "--to-turn", "0").stdout.startswith("Reverted turns 1, 2, 3.")
+    assert tb("revert", "--to-turn", "0").stdout.startswith(
+        "Reverted turns 1, 2, 3 of session 'default'."
+    )
     assert state(ws_dir) == {**states[0], "notes.txt": mine}
     # A new turn makes the revert final.
     tb("turn", "begin", "-m", "four")
@@ -255,6 +262,7 @@ def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path
         "left": {},
         "ref": None,
         "actions": {"a.txt": "M", "b.txt": "A"},
+        "session": "default",
     }
     doc = as_json(tb("redo", "--json"))
     assert doc["op"] == "redo" and doc["restored"] == ["a.txt", "b.txt"]
@@ -272,12 +280,17 @@ def test_undo_one_file_from_a_subfolder(tb: CLI, ws_dir: Path) -> None:
     tb("turn", "end")
     # --file is taken from the current folder, like any path on the command line.
     proc = tb("undo", "--root", str(ws_dir), "--file", "x.txt", cwd=ws_dir / "sub")
-    assert proc.stdout.splitlines()[0] == "Put back as before turn:1. Files restored: 1."
+    assert (
+        proc.stdout.splitlines()[0]
+        == "Put back as before turn:1 in session 'default'. Files restored: 1."
+    )
     assert (ws_dir / "sub/x.txt").read_text() == "x0\n"
     assert (ws_dir / "y.txt").read_text() == "y1\n"
     tb("undo", "--file", "nope.txt", check=2)
     tb("undo", "--turn", "4", check=2)
-    assert tb("undo", "--turn", "1").stdout.startswith("Undid turn 1. Files restored: 1.")
+    assert tb("undo", "--turn", "1").stdout.startswith(
+        "Undid turn 1 of session 'default'. Files restored: 1."
+    )
     assert (ws_dir / "y.txt").read_text() == "y0\n"
     tb("undo", "--turn", "1", check=2)  # already undone
 
@@ -288,7 +301,7 @@ def test_undo_ends_an_open_turn_first(tb: CLI, ws_dir: Path) -> None:
     tb("touch", "a.txt")
     write(ws_dir, "a.txt", "a1\n")
     # The agent was stopped before its Stop hook ran: the turn is still open.
-    assert tb("undo").stdout.startswith("Undid turn 1. Files restored: 1.")
+    assert tb("undo").stdout.startswith("Undid turn 1 of session 'default'. Files restored: 1.")
     assert (ws_dir / "a.txt").read_text() == "a0\n"
     assert tb("turn", "end").stdout.strip() == "no open turn"
 
@@ -354,8 +367,8 @@ def test_two_undos_at_once_take_back_two_turns(tb: CLI, ws_dir: Path, store_dir:
     assert [p.returncode for p in procs] == [0, 0], outs
     # Each took back its own turn: the choice of turn is made under the store's lock.
     assert sorted(out.splitlines()[0] for out, _err in outs) == [
-        "Undid turn 2. Files restored: 2.",
-        "Undid turn 3. Files restored: 2.",
+        "Undid turn 2 of session 'default'. Files restored: 2.",
+        "Undid turn 3 of session 'default'. Files restored: 2.",
     ]
     assert (ws_dir / "a.txt").read_text() == "1\n"
     assert sorted(p.name for p in ws_dir.iterdir()) == ["a.txt", "f1.txt"]
@@ -390,5 +403,5 @@ def test_run_then_undo_takes_the_command_back(tb: CLI, ws_dir: Path) -> None:
         "gen": "created",
         "gen/out.txt": "created",
     }
-    assert tb("undo").stdout.startswith("Undid turn 1. Files restored: 3.")
+    assert tb("undo").stdout.startswith("Undid turn 1 of session 'default'. Files restored: 3.")
     assert (ws_dir / "app.py").read_text() == "x = 1\n" and not (ws_dir / "gen").exists()

@@ -63,9 +63,9 @@ def test_cli_undo_file_goes_back_to_the_first_change_and_redo_returns(
         (ws_dir / "a.txt").write_text(text)
         tb("turn", "end")
     out = tb("undo", "--file", "a.txt").stdout
-    assert out.startswith("Put back as before turn:1. Files restored: 1.")
+    assert out.startswith("Put back as before turn:1 in session 'default'. Files restored: 1.")
     assert (ws_dir / "a.txt").read_text() == "a0\n"
-    assert tb("redo").stdout.startswith("Redid. Files restored: 1.")
+    assert tb("redo").stdout.startswith("Redid in session 'default'. Files restored: 1.")
     assert (ws_dir / "a.txt").read_text() == "a2\n"
     # With --turn, that turn's change of it: back to what turn 2 found.
     tb("undo", "--file", "a.txt", "--turn", "2")

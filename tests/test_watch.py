@@ -84,7 +84,7 @@ def test_steps_match_the_pauses_and_rewind_is_exact(tb: CLI, ws_dir: Path, tmp_p
 
     tb("rewind", "--to", steps[-1]["after"])
     out = tb("undo").stdout  # the whole run was one turn
-    assert out.startswith("Undid turn 1.") and files_state(ws_dir) == s0
+    assert out.startswith("Undid turn 1 of session ") and files_state(ws_dir) == s0
 
 
 def test_quiet_activity_out_of_scope_makes_no_step(tb: CLI, ws_dir: Path) -> None:

@@ -13,6 +13,7 @@ outside any turn, once per file it changed when it finishes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -132,18 +133,38 @@ class Session:
     def turn(self, label: str = "") -> Turn:
         """Begin a turn (one reply of the agent); use it as a context manager to end it.
 
-        A turn still open is ended first. When the session's baseline cannot be taken,
-        the turn is detached (see the module's docstring).
+        A turn still open is ended first. A turn another process opened while this one
+        was opening (parallel hooks of one reply, each finding no open turn) is that
+        turn, not a reason for a second one. When the session's baseline cannot be
+        taken, the turn is detached (see the module's docstring).
         """
         if not self._started():
             return Turn(self, 0, label)
-        store = self.workspace.open_store()
-        current = ops.open_turn(store, self.name)
+        current = ops.open_turn(self.workspace.open_store(), self.name)
         if current is not None:
             Turn(self, current, "").end()
+        return self._open_turn(label)
+
+    def ensure_turn(self, label: str = "") -> Turn:
+        """Return the open turn, opening one when none is (what a file tool's hook needs).
+
+        Unlike :meth:`turn`, it never ends a turn: parallel callers that each find no
+        open turn open one between them, and one that comes later joins it.
+        """
+        current = self.current_turn()
+        if current is not None:
+            return current
+        if not self._started():
+            return Turn(self, 0, label)
+        return self._open_turn(label)
+
+    def _open_turn(self, label: str) -> Turn:
+        """Open a turn, or join one another process opened since the caller looked."""
+        store = self.workspace.open_store()
         before = self._try_snapshot("turn", message=label)
-        n = ops.begin_turn(store, self.name, label, before.id if before else None)
-        return Turn(self, n, label)
+        n = ops.begin_turn(store, self.name, label, before.id if before else None, reuse_open=True)
+        row = store.meta.turn_row(self.name, n)
+        return Turn(self, n, row.label if row is not None else label)
 
     def current_turn(self) -> Turn | None:
         """Return the open turn, if one is open."""
@@ -295,7 +316,8 @@ class Session:
             force: overwrite files changed since the turn (they are in the result's
                 ``conflicts``, and in the snapshot taken before).
             end_open: false when the agent itself asks (over MCP): its open turn is the
-                reply asking, and the last turn is the last one ended.
+                reply asking, and the last turn is the last one ended; what the undo
+                writes joins that open turn (undo of the reply takes it back too).
 
         Returns:
             What was restored, and the snapshot taken before (``pre``); ``nothing`` when
@@ -315,18 +337,23 @@ class Session:
             end_open=end_open,
         )
 
-    def undo_file(self, file: str | os.PathLike[str], *, force: bool = False) -> ops.TurnOpResult:
+    def undo_file(
+        self, file: str | os.PathLike[str], *, force: bool = False, end_open: bool = True
+    ) -> ops.TurnOpResult:
         """Put one file back as it was before the session first changed it.
 
         The turns' change lists say when that was (where the session has no turns, its
         command steps do). A file the session created is removed, with the folders made
-        for it when they are left empty. A turn still open is ended first.
+        for it when they are left empty. A turn still open is ended first, unless
+        ``end_open`` is false.
 
         Args:
             file: the path (relative to the root, or absolute inside it).
             force: overwrite the file when it changed since what the session's record
                 last says of it (an undo, redo or revert counts; a person's edit does
                 not): the snapshot taken before keeps the edit.
+            end_open: false when the agent itself asks (over MCP), inside its reply: the
+                open turn stays open, and what the undo writes joins it.
 
         Returns:
             What was restored (``kind`` is ``undo-file``), and the snapshot taken before.
@@ -341,16 +368,26 @@ class Session:
         if not rel:
             raise UsageError("undo_file takes a file, not the whole workspace")
         return self._take_back(
-            lambda rec: ops.undo_file(rec, self.name, rel, force=force), end_open=True
+            lambda rec: ops.undo_file(
+                rec, self.name, rel, force=force, open_turn=rec.join[1] if rec.join else None
+            ),
+            end_open=end_open,
         )
 
-    def redo(self, *, force: bool = False) -> ops.TurnOpResult:
+    def redo(self, *, force: bool = False, join_open: bool = False) -> ops.TurnOpResult:
         """Bring back what the last undo took back (undo after undo, redo walks forward).
+
+        Args:
+            force: overwrite files changed since the undo.
+            join_open: the agent itself asks (over MCP), inside its reply: what the redo
+                writes joins the session's open turn.
 
         Raises:
             ConflictError: a file changed since the undo; nothing was written.
         """
-        return self._take_back(lambda rec: ops.redo(rec, self.name, force=force), end_open=False)
+        return self._take_back(
+            lambda rec: ops.redo(rec, self.name, force=force), end_open=False, join=join_open
+        )
 
     def revert(self, *, to_turn: int, force: bool = False) -> ops.TurnOpResult:
         """Take back every turn after ``to_turn`` at once (0: every turn).
@@ -374,15 +411,27 @@ class Session:
         )
 
     def _take_back(
-        self, op: Callable[[ops.Recording], ops.TurnOpResult], *, end_open: bool
+        self,
+        op: Callable[[ops.Recording], ops.TurnOpResult],
+        *,
+        end_open: bool,
+        join: bool | None = None,
     ) -> ops.TurnOpResult:
+        """Run a take-back, ending the open turn first or joining its writes to it.
+
+        ``join`` (default: not ``end_open``) joins what it writes to the open turn: the
+        agent's reply that asked for it.
+        """
         ws = self.workspace
+        current = self.current_turn()
+        rec = ws.recording()
         if end_open:
             # The one place an open turn ends before a take-back: its events go out.
-            current = self.current_turn()
             if current is not None:
                 current.end()
-        result = op(ws.recording())
+        elif (not end_open if join is None else join) and current is not None:
+            rec = dataclasses.replace(rec, join=(self.name, current.n))
+        result = op(rec)
         if not result.nothing:
             ws.announce_restore(
                 result.kind,
@@ -627,7 +676,7 @@ class Step:
             PathError: the path is outside the root.
         """
         if self.turn is None:
-            turn = self.session.current_turn() or self.session.turn()
+            turn = self.session.ensure_turn()
             self.turn = turn.n
         else:
             turn = Turn(self.session, self.turn, "")

@@ -7,6 +7,7 @@ folder or environment here: the caller passes ``root`` and, optionally, ``store`
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,10 +16,10 @@ from typing import Any
 from . import ops
 from ._fs import to_rel
 from ._session import Session, Step, Turn
-from .errors import PathError, ScanError, TakebackError, UsageError
+from .errors import PathError, ScanError, StoreMissingError, TakebackError, UsageError
 from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import DiffResult, FileDiff, Options, Resolved
-from .store import Store, default_store_path
+from .store import Store, default_store_path, moved_here, read_marker, rehome
 
 DEFAULT_SESSION = "default"
 
@@ -102,6 +103,26 @@ def find_root(
         cur = parent
 
 
+def find_moved_store(root: str, data_dir: str) -> tuple[str, str] | None:
+    """Return (store, old root) of a default store whose workspace was moved to ``root``.
+
+    The default stores under ``data_dir`` are read (their ``store.json`` only): the one
+    whose recorded folder no longer exists and was this very folder (same device and
+    inode) is it. None when there is none.
+    """
+    base = os.path.join(data_dir, "workspaces")
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return None
+    for name in names:
+        path = os.path.join(base, name)
+        info = read_marker(path)
+        if info is not None and moved_here(info, root):
+            return path, str(info["root"])
+    return None
+
+
 class Workspace:
     """A folder whose history takeback records.
 
@@ -129,6 +150,8 @@ class Workspace:
         if not os.path.isdir(real):
             raise ScanError(f"not a folder: {os.fspath(root)}", path=os.fspath(root))
         self.root = real
+        self._data_dir = data_dir
+        self._default_store = store is None
         if store is not None:
             self.store_path = os.path.realpath(os.fspath(store))
         else:
@@ -154,8 +177,78 @@ class Workspace:
             StoreError: the store is unusable (version, root, damage).
         """
         if self._store is None:
-            self._store = Store.open(self.store_path, self.root, create=create)
+            try:
+                self._store = Store.open(self.store_path, self.root, create=create)
+            except StoreMissingError as e:
+                moved = self.moved_store() if self._default_store else None
+                if moved is None:
+                    raise
+                raise StoreMissingError(
+                    f"{e.message}; this folder looks like {moved[1]}, moved: adopt its "
+                    f"history with `takeback adopt {moved[0]}`",
+                    path=self.store_path,
+                ) from e
         return self._store
+
+    def moved_store(self) -> tuple[str, str] | None:
+        """Return (store, old root) of this folder's history from before it was moved.
+
+        A default store (in the user's data folder) whose recorded folder no longer
+        exists and was this one (same device and inode); None when there is none.
+        """
+        return find_moved_store(self.root, self._data_dir or default_data_dir())
+
+    def adopt(self, store: str | os.PathLike[str] | None = None) -> str:
+        """Make a moved workspace's history this folder's (nothing in the folder is written).
+
+        The store's ``store.json`` is given this root; a default store (in the user's
+        data folder) is renamed to this folder's default store, where commands look.
+
+        Args:
+            store: the store to adopt (default: the one :meth:`moved_store` finds).
+
+        Returns:
+            Where the adopted store is now.
+
+        Raises:
+            UsageError: no moved store found, its folder still exists (a copy, not a
+                move), or this folder has a store already.
+            StoreCorruptError: the store's marker is unreadable.
+        """
+        self.close()
+        if store is None:
+            found = self.moved_store()
+            if found is None:
+                raise UsageError(f"no moved workspace's store found for {self.root}")
+            path = found[0]
+        else:
+            path = os.path.realpath(os.fspath(store))
+        info = read_marker(path)
+        if info is None:
+            raise UsageError(f"not a takeback store: {path}")
+        old = str(info["root"])
+        if old == self.root:
+            return path
+        if os.path.lexists(old):
+            raise UsageError(
+                f"store {path} belongs to {old}, which still exists: a copy of a "
+                "workspace does not take its history (snapshot the copy instead)"
+            )
+        base = os.path.join(self._data_dir or default_data_dir(), "workspaces")
+        target = path
+        if self._default_store and os.path.dirname(path) == base:
+            target = self.store_path
+            if target != path and os.path.lexists(target):
+                raise UsageError(
+                    f"this folder has a store already ({target}); remove it to adopt {path}"
+                )
+        # Renamed first: a failure between the two leaves a store at this folder's key
+        # that names the old root, which the next command recognizes (and offers again).
+        if target != path:
+            os.rename(path, target)
+        rehome(target, self.root)
+        self.store_path = target
+        return target
 
     def has_store(self) -> bool:
         """Return whether a store exists for this workspace."""
@@ -258,7 +351,7 @@ class Workspace:
         """Return a session (its baseline is taken on first use).
 
         Args:
-            name: the session's name; None: the session that recorded last (as the
+            name: the session's name; None: the session whose turn ended last (as the
                 command line does), else ``default``.
         """
         if name is None:
@@ -278,15 +371,17 @@ class Workspace:
         return self.open_store().meta.sessions()
 
     def active_session(self) -> str:
-        """Return the session a person most likely means: the one that recorded last.
+        """Return the session a person most likely means: the one whose reply ended last.
 
-        That is the session of the newest snapshot that has one (with hooks installed,
-        the agent's conversation), else the newest session, else ``default``.
+        That is the session of the turn that ended last (with several conversations in one
+        workspace, the reply a person just saw finish, even when another conversation's
+        prompt came since); when no turn has ended, the session of the newest snapshot
+        that has one, else the newest session, else ``default``.
         """
         if not self.has_store():
             return DEFAULT_SESSION
         meta = self.open_store().meta
-        last = meta.last_recording_session()
+        last = meta.last_ended_turn_session() or meta.last_recording_session()
         if last is not None:
             return last
         sessions = meta.sessions()
@@ -295,8 +390,8 @@ class Workspace:
     def resolve(self, ref: str, *, session: str | None = None) -> Resolved:
         """Return the snapshot a ref names.
 
-        ``start``, a step ``N`` and ``turn:N`` are the session's (None: the session that
-        recorded last).
+        ``start``, a step ``N`` and ``turn:N`` are the session's (None: the session whose
+        turn ended last).
 
         Raises:
             RefError: unknown, ambiguous or malformed.
@@ -334,7 +429,7 @@ class Workspace:
             paths: only these paths (relative to the root, or absolute inside it) and
                 what is under them.
             session: the session whose step numbers and turns the refs name (None: the
-                session that recorded last).
+                session whose turn ended last).
             patch: also write the unified patch.
             binary: write binary files as git binary patches (``git diff --binary``), so
                 that ``git apply`` can apply the whole patch; else they are named only.
@@ -382,11 +477,14 @@ class Workspace:
         dry_run: bool = False,
         session: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
+        join_open: bool = False,
     ) -> RewindResult:
         """Put the workspace (or just ``paths``) back as it was at ``to``.
 
         A dry run plans against the files now and writes nothing (not even a snapshot).
         Otherwise a pre-rewind snapshot is taken first; its id undoes the rewind.
+        With ``join_open`` (the agent's own rewind, asked over MCP inside its reply),
+        what it writes joins the session's open turn, so undo of the reply takes it back.
 
         Raises:
             RefError: ``to`` names nothing.
@@ -398,8 +496,13 @@ class Workspace:
         resolved = self.resolve(to, session=session)
         target = resolved.snapshot
         rels = [self.rel(p, follow=False) for p in paths] if paths is not None else None
+        rec = self.recording()
+        if join_open and not dry_run:
+            n = ops.open_turn(rec.store, session)
+            if n is not None:
+                rec = dataclasses.replace(rec, join=(session, n))
         done = ops.rewind(
-            self.recording(),
+            rec,
             target,
             paths=rels,
             dry_run=dry_run,

@@ -32,6 +32,7 @@ COMMANDS = {
     "unrevert": "unrevert_cmd",
     "turn": "turn_cmd",
     "touch": "touch_cmd",
+    "adopt": "adopt_cmd",
 }
 
 SCHEMA = 1
@@ -165,7 +166,7 @@ class Ctx:
 
     @property
     def session(self) -> str:
-        """--session, else $TAKEBACK_SESSION, else the session that recorded last."""
+        """--session, else $TAKEBACK_SESSION, else the session whose turn ended last."""
         if self._session is None:
             self._session = str(self.workspace().active_session())
         return self._session

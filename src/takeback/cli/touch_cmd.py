@@ -24,7 +24,7 @@ def run(ctx: Ctx) -> int:
     # refuses the whole command (exit 2) without opening a turn.
     rels = [ws.rel(p, base=ctx.cwd) for p in ctx.args.paths]
     session = ws.session(ctx.session)
-    turn = session.current_turn() or session.turn()
+    turn = session.ensure_turn()
     kept = []
     for p, rel in zip(ctx.args.paths, rels, strict=True):
         if turn.touch(rel, tool_call_id=ctx.args.tool_call_id):

@@ -213,7 +213,7 @@ def _key(text: str) -> str:
 
 
 def _open_turn(session: Session) -> Turn:
-    return session.current_turn() or session.turn()
+    return session.ensure_turn()
 
 
 def _resume_step(session: Session, record: dict[str, Any]) -> Step | None:

@@ -4,8 +4,11 @@ Served over stdio with the official ``mcp`` SDK, which this module imports (abou
 second): only ``takeback mcp`` loads it. Tools return structured results (the same keys
 as the command line's ``--json``); a takeback error is a tool error whose text is the
 command line's message and whose structured content is the command line's ``--json``
-error document. Nothing but the protocol goes to stdout (the SDK moves the process's
-own stdout to stderr while it serves).
+error document. A name that is not UTF-8 (held as surrogate escapes) is sent with each
+undecodable byte written as backslash, ``x`` and two hex digits: the protocol is UTF-8
+JSON, and a result that cannot be encoded would turn a finished write into a reported
+failure. Nothing but the protocol goes to stdout (the SDK moves the process's own stdout
+to stderr while it serves).
 
 Each call opens the workspace afresh and calls are taken one at a time: the SDK runs
 tools in worker threads, and a store connection belongs to the thread that opened it.
@@ -14,6 +17,7 @@ tools in worker threads, and a store connection belongs to the thread that opene
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -55,6 +59,29 @@ class ServerConfig:
     max_file_bytes: int | None = None
 
 
+def _wire(value: Any) -> Any:
+    r"""Return ``value`` with every string encodable as UTF-8 (keys of dicts too).
+
+    A lone surrogate from ``os.fsdecode`` (byte 0xNN) becomes the text ``\xNN``, any
+    other lone surrogate ``\uNNNN``; everything else is unchanged.
+    """
+    if isinstance(value, str):
+        return _SURROGATE.sub(_escape, value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {_wire(k): _wire(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_wire(v) for v in value]
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
 def _error_result(e: BaseException) -> CallToolResult:
     if isinstance(e, TakebackError):
         doc = e.to_json()
@@ -64,7 +91,9 @@ def _error_result(e: BaseException) -> CallToolResult:
         message = f"{e.strerror or e}: {e.filename or ''}".rstrip(": ")
         doc = {"error": type(e).__name__, "message": message, "exit_code": 1}
     return CallToolResult(
-        content=[TextContent(type="text", text=message)], structured_content=doc, is_error=True
+        content=[TextContent(type="text", text=_wire(message))],
+        structured_content=_wire(doc),
+        is_error=True,
     )
 
 
@@ -81,6 +110,16 @@ def _tool_errors(fn: Callable[P, dict[str, Any]]) -> Callable[P, dict[str, Any]]
             return fn(*args, **kwargs)
         except (TakebackError, OSError) as e:
             return cast(dict[str, Any], _error_result(e))
+
+    return wrapper
+
+
+def _encodable(fn: Callable[P, dict[str, Any]]) -> Callable[P, dict[str, Any]]:
+    """Make a tool's result encodable (see :func:`_wire`) before the SDK serializes it."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
+        return cast(dict[str, Any], _wire(fn(*args, **kwargs)))
 
     return wrapper
 
@@ -121,6 +160,7 @@ class _Tools:
 
     # -- the tools -------------------------------------------------------------------
 
+    @_encodable
     def checkpoint(self, label: str, session: str | None) -> dict[str, Any]:
         with self.workspace() as ws:
             s = self.session(ws, session)
@@ -149,6 +189,7 @@ class _Tools:
                 "ref": str(step.n),
             }
 
+    @_encodable
     def history(self, session: str | None, limit: int) -> dict[str, Any]:
         limit = max(1, limit)
         with self.workspace() as ws:
@@ -192,10 +233,12 @@ class _Tools:
                 "snapshots": [i.to_json() for i in snaps],
             }
 
+    @_encodable
     def changes(self, turn: int | None, session: str | None) -> dict[str, Any]:
         with self.workspace() as ws:
             return self.session(ws, session).ended_turn(turn).to_json()
 
+    @_encodable
     def diff(
         self,
         from_ref: str | None,
@@ -220,11 +263,14 @@ class _Tools:
                 "to": to_ref or "now",
             }
 
+    @_encodable
     def undo_file(self, path: str, session: str | None, force: bool = False) -> dict[str, Any]:
         with self.workspace() as ws:
             s = self.session(ws, session)
             rel = ws.rel(path, follow=False)
-            result = s.undo_file(rel, force=force)
+            # The agent asking is in its own open turn: it stays open, and what the undo
+            # writes joins it (as undo_turn).
+            result = s.undo_file(rel, force=force, end_open=False)
             action = result.actions.get(rel)
             what = {
                 "M": "restored",
@@ -244,6 +290,7 @@ class _Tools:
                 f"(undo this with rewind ref={(result.pre or '')[:12]})",
             }
 
+    @_encodable
     def turn_op(
         self, kind: str, turn: int | None, force: bool, session: str | None
     ) -> dict[str, Any]:
@@ -254,17 +301,22 @@ class _Tools:
             result = (
                 s.undo(turn=turn, force=force, end_open=False)
                 if kind == "undo"
-                else s.redo(force=force)
+                else s.redo(force=force, join_open=True)
             )
             return {**result.to_json(), "session": s.name, "message": result.summary()}
 
+    @_encodable
     def rewind(
         self, ref: str, paths: list[str] | None, dry_run: bool, session: str | None
     ) -> dict[str, Any]:
         with self.workspace() as ws:
             s = self.session(ws, session)
             result = ws.rewind(
-                ref, paths=self.rel_paths(ws, paths), dry_run=dry_run, session=s.name
+                ref,
+                paths=self.rel_paths(ws, paths),
+                dry_run=dry_run,
+                session=s.name,
+                join_open=True,
             )
             return {**result.to_json(), "session": s.name}
 
@@ -324,8 +376,8 @@ def build_server(config: ServerConfig) -> MCPServer:
         """Put one file back as it was before the session first changed it.
 
         A file the session created is deleted. A file changed since the session's last
-        change to it (a person's edit) is a conflict unless ``force``. A turn still open
-        is ended first, and a snapshot is taken before writing.
+        change to it (a person's edit) is a conflict unless ``force``. A snapshot is taken
+        before writing; what it writes is part of your current reply (its turn).
         """
         return tools.undo_file(path, session, force)
 

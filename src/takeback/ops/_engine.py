@@ -12,7 +12,10 @@ rules that keep data safe live here once:
   (an ignored file) is in the way and left; a file over the size limit is left unless it
   is, by its SHA-256, exactly what the record says; a path the target's own ignore rules
   leave out is never removed (it was not part of that state, so the operation did not
-  create it).
+  create it), unless the record says the operation's source created it and the disk
+  holds, by hash, exactly what the record says (the store keeps those bytes). Such a
+  file is removed even where the rules now ignore it (a turn that made ``gen/out.txt``
+  and then ignored ``gen/``); if it changed since, it is left and named.
 - Compare by content hash, never by size or time: before a path is checked against its
   record, and again just before it is written (a write that landed meanwhile is kept).
 - Before a path's content is overwritten or removed, prove that the store gives it back:
@@ -68,12 +71,15 @@ class Move:
         expect: the entry the operation's record says is there; ``now`` differing from
             it is a conflict (rewind passes ``now``: it has no record to differ from).
         write: the entry to put there (None: remove it).
+        created: the record says the operation's source created the path (a turn's
+            change list: nothing there before it), so ``expect`` is its own output.
     """
 
     path: str
     now: Entry | None
     expect: Entry | None
     write: Entry | None
+    created: bool = False
 
 
 @dataclass
@@ -116,11 +122,27 @@ def same(a: Entry | None, b: Entry | None) -> bool:
 
 
 def moves_from(
-    store: Store, pre_tree: str, pairs: Iterable[tuple[str, Entry | None, Entry | None]]
+    store: Store,
+    pre_tree: str,
+    pairs: Iterable[tuple[str, Entry | None, Entry | None]],
+    *,
+    created: Callable[[str], bool] | None = None,
 ) -> list[Move]:
-    """Return moves for (path, expect, write) triples, with ``now`` read from ``pre_tree``."""
+    """Return moves for (path, expect, write) triples, with ``now`` read from ``pre_tree``.
+
+    ``created`` says of a path whether the record says the source created it.
+    """
     get_tree = store.objects.get_tree
-    return [Move(p, lookup(get_tree, pre_tree, p), e, w) for p, e, w in pairs]
+    return [
+        Move(
+            p,
+            lookup(get_tree, pre_tree, p),
+            e,
+            w,
+            created=created is not None and w is None and e is not None and created(p),
+        )
+        for p, e, w in pairs
+    ]
 
 
 def _kind(e: Entry) -> str:
@@ -221,6 +243,20 @@ def check(
             out.not_restored.append(m.path)
             continue
         now = m.now
+        own = False
+        if m.created and now is None and m.expect is not None:
+            # Out of the pre-operation snapshot's scope (ignored since), yet the source's
+            # own output: removed when the disk holds exactly that, else left and named.
+            try:
+                there = lstat_or_none(root, m.path) is not None
+                own = there and disk_matches(root, m.path, m.expect)
+            except (OSError, PathError):
+                there = own = False
+            if own:
+                now = m.expect
+            elif there:
+                out.left[m.path] = IN_THE_WAY
+                continue
         if (
             now is not None
             and now.kind == LARGE
@@ -237,6 +273,7 @@ def check(
             continue
         if (
             m.write is None
+            and not own
             and target_scope is not None
             and target_scope.ignored(
                 m.path, is_dir=now is not None and now.kind == DIR, index=False
@@ -271,7 +308,7 @@ def check(
             out.conflicts.append(m.path)
             if not force:
                 continue
-        out.todo.append(Move(m.path, now, m.expect, m.write))
+        out.todo.append(Move(m.path, now, m.expect, m.write, m.created))
     return out
 
 
@@ -344,6 +381,7 @@ def apply(
     folder_modes: str | None = None,
     prune_to: str | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    claim: Callable[[list[tuple[str, Entry | None]]], None] | None = None,
 ) -> Applied:
     """Write checked moves into the workspace (the caller holds the exclusive lock).
 
@@ -359,6 +397,8 @@ def apply(
         prune_to: a tree: a folder left empty by a removal and absent from it is removed
             too (None: folders are removed only as moves of their own).
         on_progress: called with (done, total) after each move.
+        claim: called with (path, state now) of every move before the first write (a
+            turn the writes join records them there).
 
     Raises:
         StoreCorruptError: the store cannot give back something the operation would
@@ -387,6 +427,8 @@ def apply(
             if held + len(data) <= _HOLD_BYTES:
                 blobs[w.oid] = data
                 held += len(data)
+    if claim is not None:
+        claim([(m.path, m.now) for m in todo])
     remove_stale_temps(store, store.read_journal())
     store.write_journal(
         {

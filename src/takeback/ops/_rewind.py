@@ -119,6 +119,7 @@ def rewind(
             checked,
             pre=pre.id,
             on_progress=on_progress,
+            claim=rec.claim,
             journal={
                 "op": "rewind",
                 "session": session,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import SnapshotInfo
+from ..model import DIR, Entry, SnapshotInfo, encode_state
 from ..scan import CACHE_KEY, Scanner, ScanResult
 from ..store import Store
 
@@ -33,11 +33,34 @@ class Recording:
         options: the workspace's options.
         emit: takes each event (``snapshot.taken``, ...): logs it in the store and tells
             the listeners (``Workspace.emit``; ``store.log_event`` only logs).
+        join: (session, turn): the open turn that a take-back's writes join (the agent's
+            own take-back, asked over MCP inside its reply); None: they join none.
     """
 
     store: Store
     options: Options
     emit: Callable[[dict[str, Any]], None]
+    join: tuple[str, int] | None = None
+
+    def claim(self, states: Sequence[tuple[str, Entry | None]]) -> None:
+        """Touch paths about to be written in the ``join`` turn, with their states now.
+
+        Called by the restore engine before its first write, so that what a take-back
+        writes inside a reply is that reply's change (undo of the reply takes it back).
+        A path the turn already kept keeps its earlier state.
+        """
+        if self.join is None or not states:
+            return
+        session, turn = self.join
+        meta = self.store.meta
+        row = meta.turn_row(session, turn)
+        if row is None or row.state != "open":
+            return
+        with meta.tx():
+            for path, now in states:
+                # A folder is kept as one (its mode); its files are changes of their own.
+                e = Entry(DIR, now.mode, "", 0) if now is not None and now.kind == DIR else now
+                meta.add_touch(session, turn, path, encode_state(e), None)
 
 
 def scan(

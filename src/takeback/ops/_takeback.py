@@ -68,6 +68,7 @@ class TurnOpResult:
             restored in place, ``A`` removed, ``D`` made again.
         ref: for a one-file undo, the ref of the state it went back to (``turn:N``, or
             the id of the snapshot before a command step).
+        session: the session whose turns it acted on.
     """
 
     kind: str
@@ -80,19 +81,26 @@ class TurnOpResult:
     left: dict[str, str] = field(default_factory=dict)
     actions: dict[str, PlanAction] = field(default_factory=dict)
     ref: str | None = None
+    session: str | None = None
 
     def summary(self) -> str:
-        """One line for people: ``Undid turn 3. Files restored: 3.``, or ``Nothing to undo.``."""
+        """One line for people, naming the session and turns it acted on.
+
+        ``Undid turn 3 of session 'agent'. Files restored: 3.``, or ``Nothing to undo.``.
+        """
         if self.nothing:
             return f"Nothing to {self.kind}."
         count = f"Files restored: {len(self.restored)}."
+        named = self.session is not None
+        of = f" of session {self.session!r}" if named else ""
+        in_ = f" in session {self.session!r}" if named else ""
         if self.kind == "undo-file":
-            return f"Put back as before {self.ref}. {count}"
+            return f"Put back as before {self.ref}{in_}. {count}"
         done = _DONE.get(self.kind, self.kind.capitalize())
         if not self.turns:
-            return f"{done}. {count}"
+            return f"{done}{in_}. {count}"
         word = "turn" if len(self.turns) == 1 else "turns"
-        return f"{done} {word} {', '.join(map(str, self.turns))}. {count}"
+        return f"{done} {word} {', '.join(map(str, self.turns))}{of}. {count}"
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``, and the MCP tools that take back)."""
@@ -107,6 +115,7 @@ class TurnOpResult:
             "left": self.left,
             "actions": self.actions,
             "ref": self.ref,
+            "session": self.session,
         }
 
 
@@ -156,6 +165,7 @@ def _run(
     on_done: Callable[[MetaStore], None],
     record_as: str | None = None,
     record_state: str = "active",
+    created: Callable[[str], bool] | None = None,
 ) -> TurnOpResult:
     """Snapshot, check, write through the engine, and record one operation (under the lock).
 
@@ -176,6 +186,9 @@ def _run(
         on_done: updates turn and op states, in the transaction that records the op.
         record_as: the op's kind in the record (default: ``kind``).
         record_state: the op's state in the record.
+        created: whether the record says the source created a path (what it writes
+            there is nothing): its own output is removed even where the target's rules
+            ignore it.
 
     Raises:
         ConflictError: a path is not as the record says, and ``force`` is false.
@@ -192,7 +205,7 @@ def _run(
     )
     if callable(pairs):
         pairs = pairs(pre.tree)
-    moves = engine.moves_from(store, pre.tree, pairs)
+    moves = engine.moves_from(store, pre.tree, pairs, created=created)
     scope = target_scope(store, opts, target_tree) if target_tree else None
     checked = engine.check(store, moves, force=force, target_scope=scope)
     if checked.conflicts and not force:
@@ -211,6 +224,7 @@ def _run(
         pre=pre.id,
         folder_modes=target_tree,
         prune_to=target_tree if prune else None,
+        claim=rec.claim,
     )
     paths = [p.rstrip("/") for p in done.restored]
     first_pre = pre.id
@@ -251,6 +265,7 @@ def _run(
         done.conflicts if force else [],
         left=done.left,
         actions=actions,
+        session=session,
     )
 
 
@@ -295,7 +310,7 @@ def undo(
             if not done:
                 if file is not None:
                     raise UsageError(f"no turn to take {file} back from")
-                return TurnOpResult("undo", [], None, nothing=True)
+                return TurnOpResult("undo", [], None, nothing=True, session=session)
             t = done[-1]
         else:
             match = [t for t in turns if t.n == turn]
@@ -327,6 +342,7 @@ def undo(
             prune=True,
             data={"file": file},
             on_done=on_done,
+            created=lambda _p: True,  # nothing there before: the turn's own
         )
 
 
@@ -342,7 +358,7 @@ def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
             op for op in store.meta.ops(session, state="active") if op.kind in ("undo", "undo-file")
         ]
         if not ops:
-            return TurnOpResult("redo", [], None, nothing=True)
+            return TurnOpResult("redo", [], None, nothing=True, session=session)
         op = ops[0]
         op_id, turns, pre, data = op.id, op.turns, op.pre, op.data
         if op.kind == "undo-file":
@@ -434,7 +450,7 @@ def revert(rec: Recording, session: str, *, to_turn: int, force: bool = False) -
             return _move_revert(rec, session, all_turns, standing[0], to_turn, force)
         turns = [t for t in all_turns if t.n > to_turn and t.state == "done"]
         if not turns:
-            return TurnOpResult("revert", [], None, nothing=True)
+            return TurnOpResult("revert", [], None, nothing=True, session=session)
         first: dict[str, Entry | None] = {}
         last_after: dict[str, Entry | None] = {}
         who: dict[str, int] = {}
@@ -461,6 +477,7 @@ def revert(rec: Recording, session: str, *, to_turn: int, force: bool = False) -
             prune=True,
             data={"to_turn": to_turn},
             on_done=on_done,
+            created=lambda _p: True,  # nothing there before: the turn's own
         )
 
 
@@ -473,7 +490,7 @@ def _move_revert(
     held = set(reverted)
     old_to = int(data.get("to_turn", min(reverted, default=1) - 1))
     if to_turn == old_to:
-        return TurnOpResult("revert", [], None, nothing=True)
+        return TurnOpResult("revert", [], None, nothing=True, session=session)
     # The turns the record applies: those done, and those the standing revert took back.
     live = [t for t in all_turns if t.state == "done" or (t.state == "reverted" and t.n in held)]
     lists = {t.n: _changes(store, session, t.n) for t in live}
@@ -525,7 +542,7 @@ def unrevert(rec: Recording, session: str, *, force: bool = False) -> TurnOpResu
     with store.lock(exclusive=True):
         ops = store.meta.ops(session, kind="revert", state="active")
         if not ops:
-            return TurnOpResult("unrevert", [], None, nothing=True)
+            return TurnOpResult("unrevert", [], None, nothing=True, session=session)
         op_id, turns, pre = ops[0].id, ops[0].turns, ops[0].pre
         pre_tree = _tree_of(store, pre)
         if pre_tree is None:
@@ -600,8 +617,13 @@ def _step_changed(store: Store, before: str | None, after: str | None, path: str
     )
 
 
-def _first_change(store: Store, session: str, path: str) -> tuple[str, str | None, Entry | None]:
+def _first_change(
+    store: Store, session: str, path: str, open_turn: int | None = None
+) -> tuple[str, str | None, Entry | None]:
     """Return (ref, snapshot before, state before) of the session's first change to ``path``.
+
+    ``open_turn``: a turn still open whose touches count (its first touch of the path
+    kept the state before it).
 
     Raises:
         UsageError: the session did not change the path.
@@ -615,6 +637,11 @@ def _first_change(store: Store, session: str, path: str) -> tuple[str, str | Non
             tree = _tree_of(store, st.before)
             assert tree is not None
             return st.before, st.before, lookup(store.objects.get_tree, tree, path)
+    if open_turn is not None:
+        kept = store.meta.touches(session, open_turn).get(path)
+        row = store.meta.turn_row(session, open_turn)
+        if kept is not None and row is not None:
+            return f"turn:{open_turn}", row.before, decode_state(kept.state)
     info = store.meta.session(session)
     if not _turns(store, session) and info is not None:
         # No change list says when (an agent that takes checkpoints and edits with tools
@@ -643,13 +670,16 @@ def _last_recorded(
     return None, None
 
 
-def undo_file(rec: Recording, session: str, path: str, *, force: bool = False) -> TurnOpResult:
+def undo_file(
+    rec: Recording, session: str, path: str, *, force: bool = False, open_turn: int | None = None
+) -> TurnOpResult:
     """Put one file back as it was before the session first changed it.
 
     A file the session created is removed (and the folders made for it, when empty). The
     file is checked against what the record says it holds now (what the last turn or
     operation left there): a person's edit since is a conflict (the caller ends an open
-    turn first).
+    turn first, or names it in ``open_turn``: the agent asking inside its reply, whose
+    own writes to the file since its touch are what it holds now).
 
     Raises:
         ConflictError: the file changed since the record's last word on it.
@@ -658,9 +688,11 @@ def undo_file(rec: Recording, session: str, path: str, *, force: bool = False) -
     store = rec.store
     check_relpath(path)
     with store.lock(exclusive=True):
-        ref, snap, before = _first_change(store, session, path)
+        ref, snap, before = _first_change(store, session, path, open_turn)
         source, now = recorded_state(store, session, path)
-        if source is None:
+        if open_turn is not None and path in store.meta.touches(session, open_turn):
+            source = None  # the open turn's own write, whatever it holds now
+        elif source is None:
             source, now = _last_recorded(store, session, path, before)
         pairs: list[_Pair] | Callable[[str], list[_Pair]] = [(path, now, before)]
         if source is None:
@@ -680,6 +712,7 @@ def undo_file(rec: Recording, session: str, path: str, *, force: bool = False) -
             prune=True,
             data={"file": path},
             on_done=lambda meta: None,
+            created=lambda _p: True,
         )
         result.ref = ref
         return result

@@ -127,15 +127,31 @@ def open_turn(store: Store, session: str) -> int | None:
     return None
 
 
-def begin_turn(store: Store, session: str, label: str, before: str | None) -> int:
+def begin_turn(
+    store: Store, session: str, label: str, before: str | None, *, reuse_open: bool = False
+) -> int:
     """Open a new turn; redo and unrevert stop being possible (a new turn makes them final).
 
+    Args:
+        store: the open store.
+        session: the session's name.
+        label: the turn's label.
+        before: the snapshot taken before the turn.
+        reuse_open: when a turn of the session is open (opened by another process since
+            the caller looked and found none), return it instead of opening a second one.
+            The check and the opening are one write transaction, so parallel callers
+            (hooks of tool calls run at once) open one turn between them.
+
     Returns:
-        The new turn's number.
+        The new turn's number (or the open one's, with ``reuse_open``).
     """
     meta = store.meta
     with meta.tx():
         rows = meta.turn_rows(session)
+        if reuse_open:
+            for row in reversed(rows):
+                if row.state == "open":
+                    return row.n
         n = rows[-1].n + 1 if rows else 1
         meta.add_turn(session, n, label, before, time.time())
         for op in meta.ops(session, state="active"):
@@ -196,6 +212,11 @@ def join_command(
     first, a touch made while this one ran) takes this earlier state instead. A path the
     command only brought into scope (see the module's docstring) is left out.
 
+    A path another session claimed while the command ran (its file tool touched it, in
+    a turn of its own, since ``before_at``, or its turn that touched it is still open) is
+    left out too: with two conversations in one workspace, the other's write is not this
+    command's change, and undo of this turn must not take it back.
+
     Returns:
         (path, before, after) of every path that differs and joined the turn.
     """
@@ -207,9 +228,12 @@ def join_command(
         merged[p] = (merged[p][0] if p in merged else a, b)
     scope = None
     deltas = []
+    claimed = store.meta.claimed_by_others(session, before_at) if before_at is not None else set()
     for p, (a, b) in merged.items():
         if same(a, b):
             continue  # a folder's mode: its files are the changes
+        if p in claimed:
+            continue
         if a is None:
             scope = scope or target_scope(store, opts, before_tree)
             if scope.ignored(p, is_dir=b is not None and b.kind == DIR, index=False):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._meta import ChangeRow, OpRow, TouchRow, TurnRow
 from ._objects import ObjectStore
-from ._store import FORMAT_VERSION, Store, default_store_path
+from ._store import FORMAT_VERSION, Store, default_store_path, moved_here, read_marker, rehome
 
 __all__ = [
     "FORMAT_VERSION",
@@ -15,4 +15,7 @@ __all__ = [
     "TouchRow",
     "TurnRow",
     "default_store_path",
+    "moved_here",
+    "read_marker",
+    "rehome",
 ]

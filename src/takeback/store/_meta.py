@@ -511,6 +511,14 @@ class MetaStore:
         ).fetchone()
         return None if row is None else str(row[0])
 
+    def last_ended_turn_session(self) -> str | None:
+        """Return the session of the turn that ended last (None: no turn has ended)."""
+        row = self.conn.execute(
+            "SELECT session FROM turns WHERE ended_at IS NOT NULL "
+            "ORDER BY ended_at DESC, rowid DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else str(row[0])
+
     def set_step_start(self, session: str, n: int, *, before: str, turn: int | None) -> None:
         """Record a step's snapshot before it, and the turn it belongs to."""
         self.conn.execute(
@@ -633,6 +641,19 @@ class MetaStore:
             (session, turn, os.fsencode(path), tool_call_id),
         )
         return False
+
+    def claimed_by_others(self, session: str, since: float) -> set[str]:
+        """Return the paths other sessions claimed: touched since ``since``, or in an open turn.
+
+        A path another conversation's file tool touched (or its command changed) is
+        that conversation's change, not something a command of ``session`` did.
+        """
+        rows = self.conn.execute(
+            "SELECT t.path FROM touches t JOIN turns u ON u.session=t.session AND u.n=t.turn "
+            "WHERE t.session != ? AND (t.at >= ? OR u.state = 'open')",
+            (session, since),
+        )
+        return {_path(r[0]) for r in rows}
 
     def touches(self, session: str, turn: int) -> dict[str, TouchRow]:
         """Return what a turn kept of each path it touched, by path."""

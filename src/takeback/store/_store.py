@@ -2,7 +2,8 @@
 
 Layout of a store folder (0700; every file 0600)::
 
-    store.json      format version and the workspace root it belongs to
+    store.json      format version, the workspace root it belongs to, and that folder's
+                    device and inode (a moved workspace is known by them)
     objects.db      blobs and trees (SQLite, WAL)
     meta.db         snapshots, sessions, turns, steps, changes, caches (SQLite, WAL)
     lock            flock: shared for snapshots, exclusive for restores and gc
@@ -43,6 +44,51 @@ def default_store_path(root: str, data_dir: str) -> str:
     digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
     base = os.path.basename(root.rstrip("/")) or "root"
     return os.path.join(data_dir, "workspaces", f"{base}-{digest}")
+
+
+def read_marker(path: str) -> dict[str, Any] | None:
+    """Return a store's ``store.json`` (None: missing or unreadable)."""
+    try:
+        with open(os.path.join(path, _MARKER), "rb") as f:
+            info = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and isinstance(info.get("root"), str) else None
+
+
+def _identity(root: str) -> dict[str, int]:
+    """The root folder's device and inode: they survive a rename or a move in one disk."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return {}
+    return {"dev": st.st_dev, "ino": st.st_ino}
+
+
+def moved_here(info: dict[str, Any], root: str) -> bool:
+    """Whether a store's recorded root was moved to ``root``.
+
+    The recorded folder no longer exists, and ``root`` is the same folder (device and
+    inode, as ``store.json`` recorded them): renamed or moved, not copied.
+    """
+    stored = info.get("root")
+    if not isinstance(stored, str) or stored == root or os.path.lexists(stored):
+        return False
+    ident = _identity(root)
+    return bool(ident) and all(info.get(k) == v for k, v in ident.items())
+
+
+def rehome(path: str, root: str) -> None:
+    """Make the store at ``path`` belong to ``root`` (its ``store.json`` rewritten).
+
+    Raises:
+        StoreCorruptError: the marker is unreadable.
+    """
+    info = read_marker(path)
+    if info is None:
+        raise StoreCorruptError(f"store marker is unreadable: {path}/{_MARKER}", path=path)
+    info.update(root=root, **_identity(root))
+    atomic_write(os.path.join(path, _MARKER), json.dumps(info).encode())
 
 
 def _writable(path: str) -> bool:
@@ -109,8 +155,14 @@ class Store:
                 actual=version,
             )
         if stored_root != root:
+            hint = (
+                f"; this folder looks like {stored_root}, moved: adopt its history with "
+                f"`takeback adopt {path}`"
+                if moved_here(info, root)
+                else ""
+            )
             raise RootMismatchError(
-                f"store {path} belongs to {stored_root}, not {root}",
+                f"store {path} belongs to {stored_root}, not {root}{hint}",
                 path=path,
                 expected=root,
                 actual=stored_root,
@@ -151,6 +203,13 @@ class Store:
                 expected=SCHEMA_VERSION,
                 actual=schema,
             )
+        if not readonly and "ino" not in info:
+            # Written before stores kept it: the folder's identity lets a moved
+            # workspace find its history again.
+            try:
+                rehome(path, root)
+            except (OSError, StoreError):
+                pass
         store = cls(path, root, objects, meta)
         store.readonly = readonly
         return store
@@ -162,7 +221,12 @@ class Store:
             os.chmod(path, 0o700)
         except OSError as e:
             raise StoreError(f"cannot make the store {path}: {e.strerror or e}", path=path) from e
-        info = {"format": FORMAT_VERSION, "root": root, "created_at": time.time()}
+        info = {
+            "format": FORMAT_VERSION,
+            "root": root,
+            "created_at": time.time(),
+            **_identity(root),
+        }
         objects = ObjectStore(
             connect(os.path.join(path, "objects.db"), create=True), os.path.join(path, "objects.db")
         )
