@@ -45,7 +45,6 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -466,19 +465,9 @@ class Interleaved(RuleBasedStateMachine):
         self.put(rel, self.fresh("a person", rel))
 
     def may_undo(self) -> list[str]:
-        """Sessions whose reply a person may take back now.
-
-        Not while the other conversation's command runs: that is the known fault kept in
-        ``test_regression_undo_while_the_other_conversations_command_runs``; take this
-        condition out with its fix.
-        """
-        return [
-            s
-            for s in SESSIONS
-            if self.convos[s].open is None
-            and self.convos[s].replies
-            and not self.other(self.convos[s]).open_steps()
-        ]
+        """Sessions whose reply a person may take back now (even while the other
+        conversation's command runs: what the undo writes is not that command's)."""
+        return [s for s in SESSIONS if self.convos[s].open is None and self.convos[s].replies]
 
     @precondition(lambda self: self.may_undo())
     @rule(data=st.data())
@@ -557,13 +546,6 @@ def test_two_conversations_through_the_real_hook_command(tmp_path: Path) -> None
     assert play(tmp_path, examples=6, steps=30, real_hooks=True) >= 20
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a take-back's writes made while another session's command runs join that "
-        "command's step: undo of the other reply then puts back the reply taken back"
-    ),
-)
 def test_regression_undo_while_the_other_conversations_command_runs(tmp_path: Path) -> None:
     """Found by the state machine: a person undoes A's reply while B's command runs."""
     root, store = tmp_path / "ws", tmp_path / "store"

@@ -213,8 +213,9 @@ def join_command(
     command only brought into scope (see the module's docstring) is left out.
 
     A path another session claimed while the command ran (its file tool touched it, in
-    a turn of its own, since ``before_at``, or its turn that touched it is still open) is
-    left out too: with two conversations in one workspace, the other's write is not this
+    a turn of its own, since ``before_at``, or its turn that touched it is still open),
+    or that an undo, redo or revert wrote while it ran and that still holds what it
+    wrote, is left out too: with two conversations in one workspace, the other's write is not this
     command's change, and undo of this turn must not take it back.
 
     Returns:
@@ -229,10 +230,15 @@ def join_command(
     scope = None
     deltas = []
     claimed = store.meta.claimed_by_others(session, before_at) if before_at is not None else set()
+    # What a take-back wrote while the command ran (a person's undo of another reply) is
+    # the take-back's, not the command's, while the path still holds what it wrote.
+    restored = store.meta.written_since(before_at) if before_at is not None else {}
     for p, (a, b) in merged.items():
         if same(a, b):
             continue  # a folder's mode: its files are the changes
         if p in claimed:
+            continue
+        if p in restored and same(decode_state(restored[p]), b):
             continue
         if a is None:
             scope = scope or target_scope(store, opts, before_tree)

@@ -504,6 +504,17 @@ class MetaStore:
             ),
         )
 
+    def written_since(self, at: float) -> dict[str, str | None]:
+        """What take-backs of any session wrote after ``at``: path -> state (newest wins)."""
+        out: dict[str, str | None] = {}
+        for (data,) in self.conn.execute(
+            "SELECT data FROM ops WHERE created_at > ? ORDER BY id", (at,)
+        ):
+            wrote = json.loads(data).get("wrote")
+            if isinstance(wrote, dict):
+                out.update(wrote)
+        return out
+
     def last_recording_session(self) -> str | None:
         """Return the session of the newest snapshot that has one."""
         row = self.conn.execute(
