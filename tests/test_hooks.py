@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import CLI, SRC
+from .conftest import CLI, SRC, state
 
 SESSION = "8f1c2a4e-3b7d-4c1e-9a0f-2d6b5e7c9a11"
 
@@ -41,21 +41,6 @@ out.write_text("formatted\\n")
 def _no_claude_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("CLAUDE_PROJECT_DIR", "CLAUDE_CONFIG_DIR", "TAKEBACK_HOOK_DEBUG"):
         monkeypatch.delenv(var, raising=False)
-
-
-def state(root: Path) -> dict[str, tuple[str, bytes, int]]:
-    """Every entry under ``root`` as (kind, bytes, permission bits)."""
-    out: dict[str, tuple[str, bytes, int]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            full = os.path.join(dirpath, name)
-            st = os.lstat(full)
-            rel = os.path.relpath(full, root)
-            if stat.S_ISDIR(st.st_mode):
-                out[rel] = ("d", b"", stat.S_IMODE(st.st_mode))
-            else:
-                out[rel] = ("f", Path(full).read_bytes(), stat.S_IMODE(st.st_mode))
-    return out
 
 
 class Claude:
