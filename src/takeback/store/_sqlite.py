@@ -12,6 +12,7 @@ import os
 import sqlite3
 import stat
 import struct
+import threading
 from collections.abc import Iterable
 from typing import Any, NoReturn, Self
 from urllib.parse import quote
@@ -22,6 +23,18 @@ _MAGIC = b"SQLite format 3\x00"
 _HEADER = 100
 #: primary result codes that mean the file is damaged or not a database at all
 _DAMAGED = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+#: The database files this process has a connection open on, by (device, inode), with
+#: how many. POSIX record locks belong to a process and a file, and closing *any*
+#: descriptor of the file drops all of them, SQLite's included: a file that is open here
+#: is therefore never opened again outside SQLite (see :func:`check_file`).
+_OPEN: dict[tuple[int, int], int] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def _file_id(st: os.stat_result) -> tuple[int, int]:
+    return (st.st_dev, st.st_ino)
 
 
 def damaged(path: str, why: str) -> StoreCorruptError:
@@ -95,6 +108,31 @@ class _Connection(sqlite3.Connection):
 
     #: whether the settings a write needs are made (see :func:`prepare_writes`)
     writes_prepared = False
+    #: the file this connection holds open (device, inode), counted in ``_OPEN``
+    file_id: tuple[int, int] | None = None
+
+    def hold(self, path: str) -> None:
+        """Count this connection as one that holds ``path`` open in this process."""
+        try:
+            file_id = _file_id(os.stat(path))
+        except OSError:
+            return
+        with _OPEN_LOCK:
+            _OPEN[file_id] = _OPEN.get(file_id, 0) + 1
+        self.file_id = file_id
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            file_id, self.file_id = self.file_id, None
+            if file_id is not None:
+                with _OPEN_LOCK:
+                    left = _OPEN.get(file_id, 1) - 1
+                    if left > 0:
+                        _OPEN[file_id] = left
+                    else:
+                        _OPEN.pop(file_id, None)
 
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
         return _Cursor(self).execute(sql, parameters)
@@ -113,6 +151,11 @@ def check_file(path: str) -> None:
     start a new one there), and reads a file cut short until it reaches the missing
     pages; both are caught here, before anything reads or writes the file.
 
+    A file that a connection of this process already holds open was checked when that
+    connection opened it, and is not read again: closing the descriptor that reading it
+    takes would drop that connection's locks, and another process could then checkpoint
+    and remove the write-ahead log under it.
+
     Raises:
         StoreCorruptError: missing, not a regular file, empty, not a SQLite database, or
             shorter than its header says (when no write-ahead log holds the rest).
@@ -121,6 +164,9 @@ def check_file(path: str) -> None:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
             raise damaged(path, "is not a file")
+        with _OPEN_LOCK:
+            if _file_id(st) in _OPEN:
+                return
         with open(path, "rb") as f:
             head = f.read(_HEADER)
     except FileNotFoundError:
@@ -217,6 +263,8 @@ def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Conne
         raise
     except sqlite3.DatabaseError as e:
         raise StoreError(f"cannot open the store database {path}: {e}", path=path) from e
+    if isinstance(conn, _Connection):
+        conn.hold(path)
     return conn
 
 
