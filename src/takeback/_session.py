@@ -288,6 +288,32 @@ class Session:
                 return t
         raise UsageError(f"no ended turn {turn} in session {self.name!r}")
 
+    def operations(self) -> list[dict[str, Any]]:
+        """Return the session's recorded take-backs, oldest first (rewinds are not among them).
+
+        Each is a JSON-ready dict: ``op`` (``undo``, ``undo-file``, ``redo``, ``revert``,
+        ``revert-move``, ``unrevert``), ``turns``, ``pre`` (the snapshot taken before it
+        wrote: ``rewind --to`` it takes the operation back), ``file`` (a one-file undo's),
+        ``paths`` (how many it wrote), ``state`` (``active``, ``redone``, ``unreverted``
+        or ``final``) and ``created_at``. A take-back refused for a conflict is not one.
+        """
+        if not self.workspace.has_store():
+            return []
+        meta = self.workspace.open_store().meta
+        times = meta.op_times(self.name)
+        return [
+            {
+                "op": op.kind,
+                "turns": op.turns,
+                "pre": op.pre,
+                "file": op.data.get("file"),
+                "paths": len(op.data.get("paths") or ()),
+                "state": op.state,
+                "created_at": times.get(op.id),
+            }
+            for op in reversed(meta.ops(self.name))
+        ]
+
     def turn_diff(
         self, turn: int | None = None, *, paths: Sequence[str] | None = None
     ) -> ops.DiffResult:

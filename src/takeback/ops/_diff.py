@@ -50,6 +50,8 @@ class DiffResult:
     to_tree: str
     files: tuple[FileDiff, ...]
     patch: bytes
+    #: each file's part of the patch, in the order of ``files`` (empty without a patch)
+    parts: tuple[bytes, ...] = ()
 
     def to_json(self, *, max_patch_chars: int | None = None) -> dict[str, Any]:
         """Return the stable machine form.
@@ -104,7 +106,7 @@ def diff(
         if under(p, filters)
     )
     files, chunks = _diff_states(store, triples, patch=patch, binary=binary)
-    return DiffResult(old_tree, new_tree, tuple(files), b"".join(chunks))
+    return DiffResult(old_tree, new_tree, tuple(files), b"".join(chunks), tuple(chunks))
 
 
 def turn_diff(
@@ -122,7 +124,7 @@ def turn_diff(
         if under(r.path, filters)
     )
     files, chunks = _diff_states(store, triples, patch=True, binary=False)
-    return DiffResult("", "", tuple(files), b"".join(chunks))
+    return DiffResult("", "", tuple(files), b"".join(chunks), tuple(chunks))
 
 
 def _diff_states(
