@@ -112,6 +112,7 @@ def test_timeline_diff_undo_conflict_and_live_update(
 
         # Undo turn 3 by clicking: the plan first, nothing written until confirmed.
         page.locator('[data-turn="3"]').click()
+        expect(page.locator("#detail h1")).to_have_text("Turn 3")
         page.locator('[data-action="undo-turn"]').click()
         expect(page.locator("#plan-summary")).to_have_text(
             "Would undo turn 3 of session 'agent'. Files it would restore: 1."
@@ -136,6 +137,7 @@ def test_timeline_diff_undo_conflict_and_live_update(
         # A person's edit since turn 2: the plan names it and why, and will not write.
         write(ws_dir, "tests/test_app.py", TEST_1 + "# mine\n")
         page.locator('[data-turn="2"]').click()
+        expect(page.locator("#detail h1")).to_have_text("Turn 2")
         page.locator('[data-action="undo-turn"]').click()
         expect(page.locator("#plan-conflicts")).to_contain_text(
             "tests/test_app.py changed after turn 2"

@@ -505,7 +505,9 @@ class Session:
         current = self.current_turn()
         rec = ws.recording()
         if dry_run:
-            return op(rec)
+            planned = op(rec)
+            planned.dry_run = True  # "nothing to do" is answered before any planning
+            return planned
         if end_open:
             # The one place an open turn ends before a take-back: its events go out.
             if current is not None:

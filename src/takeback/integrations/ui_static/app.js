@@ -183,8 +183,14 @@ function select(what) {
 
 async function renderDetail() {
   const sel = state.selected;
-  const box = $("#detail");
+  const detail = $("#detail");
   if (!sel) return;
+  // Drawn aside and shown only if still wanted: a slower answer for an earlier click
+  // never replaces a later one, and the last view's buttons are inert meanwhile.
+  const mine = ++renderSeq;
+  const key = JSON.stringify(sel);
+  if (key !== shownKey) detail.classList.add("loading");
+  const box = document.createElement("div");
   try {
     if (sel.kind === "turn") await renderTurn(box, sel.n);
     else if (sel.kind === "step") await renderStep(box, sel.n);
@@ -192,7 +198,16 @@ async function renderDetail() {
   } catch (err) {
     put(box, h("div", { class: "error" }, err.message));
   }
+  if (mine !== renderSeq) return;
+  const scroll = key === shownKey ? detail.scrollTop : 0;
+  put(detail, ...box.childNodes);
+  detail.scrollTop = scroll;
+  detail.classList.remove("loading");
+  shownKey = key;
 }
+
+let renderSeq = 0;
+let shownKey = null;
 
 async function renderTurn(box, n) {
   const t = state.timeline.turns.find((x) => x.turn === n);
