@@ -7,6 +7,7 @@ plan here is compared with what the operation then does.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from takeback import ConflictError, Session, TurnOpResult, Workspace
 from takeback.integrations._ui_api import UiApi, UiConfig
 
 from ._ui import APP_0, APP_1, README_0, README_1, TEST_1, record_three_turns
-from .conftest import files_state, write
+from .conftest import CLI, files_state, write
 
 Op = Callable[..., TurnOpResult]
 
@@ -160,3 +161,26 @@ def test_the_pages_rewind_and_step_points(ws_dir: Path, store_dir: Path) -> None
     }
     first = tl["turns"][0]["steps"][0]
     assert api.step_points(None, first["n"])["to"] == tl["turns"][1]["before"]
+
+
+def test_the_commands_dry_run_prints_the_plan_and_writes_nothing(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
+    record_three_turns(ws_dir, store_dir)
+    write(ws_dir, "tests/test_app.py", "# mine\n")
+    before = files_state(ws_dir)
+    out = tb("undo", "--turn", "2", "--dry-run", "--session", "agent").stdout
+    assert out.splitlines() == [
+        "Would undo turn 2 of session 'agent'. Files it would restore: 1. Conflicts: 1.",
+        "  M src/app.py",
+        "  conflict: tests/test_app.py changed after turn 2",
+        "dry run: nothing was written (the conflicts refuse it; --force overwrites)",
+    ]
+    planned = json.loads(tb("revert", "--to-turn", "1", "--dry-run", "--json").stdout)
+    assert planned["dry_run"] is True and planned["conflicts"] == ["tests/test_app.py"]
+    assert planned["why"] == {"tests/test_app.py": "tests/test_app.py changed after turn 2"}
+    for args in (("redo",), ("unrevert",), ("undo", "--file", "README.md")):
+        tb(*args, "--dry-run")
+    assert files_state(ws_dir) == before
+    done = json.loads(tb("undo", "--json").stdout)
+    assert set(done) == set(planned) and done["dry_run"] is False

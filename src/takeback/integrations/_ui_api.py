@@ -109,7 +109,15 @@ class UiApi:
                 ]
                 turns.append(doc)
             loose = [
-                {"n": st.n, "label": st.label, "command": st.command, "before": st.before}
+                {
+                    "n": st.n,
+                    "label": st.label,
+                    "command": st.command,
+                    "before": st.before,
+                    "after": st.after,
+                    "exit_code": st.exit_code,
+                    "created_at": _time(snaps, st.before),
+                }
                 for st in steps
                 if st.turn is None
             ]

@@ -103,6 +103,10 @@ function renderTimeline() {
   const items = [];
   for (const t of tl.turns) items.push({ at: t.created_at || 0, el: turnEntry(t), key: `turn:${t.turn}` });
   for (const tb of tl.takebacks) items.push({ at: tb.created_at, el: takebackEntry(tb), key: `op:${tb.pre}` });
+  for (const st of tl.loose_steps) {
+    items.push({ at: st.created_at || 0, key: `step:${st.n}`,
+      el: h("div", { class: "entry loose" }, h("ul", { class: "steps" }, stepRow(st))) });
+  }
   items.sort((a, b) => b.at - a.at);
   const first = state.known.size === 0;
   for (const it of items) {
@@ -242,7 +246,7 @@ async function renderTurn(box, n) {
 
 async function renderStep(box, n) {
   const pts = await api("/api/step", { session: state.session, step: n });
-  const step = state.timeline.turns.flatMap((t) => t.steps).find((s) => s.n === n);
+  const step = allSteps().find((s) => s.n === n);
   const d = await api("/api/diff", { session: state.session, from: pts.from, to: pts.to });
   const head = h("div", { class: "detail-head" }, h("h1", {}, `Step ${n}`),
     step && step.command ? h("code", {}, `$ ${step.label}`) : h("span", {}, step ? step.label || "file edits" : ""));
@@ -267,7 +271,7 @@ function pointOptions(selectedRef, withNow) {
   return opts;
 }
 
-const allSteps = () => state.timeline.turns.flatMap((t) => t.steps);
+const allSteps = () => state.timeline.turns.flatMap((t) => t.steps).concat(state.timeline.loose_steps);
 const turnOf = (ref) => { const t = state.timeline.turns.find((x) => x.before === ref); return t ? t.turn : null; };
 const stepOf = (ref) => { const s = allSteps().find((x) => x.before === ref); return s ? s.n : null; };
 const stepAfterOf = (ref) => { const s = allSteps().find((x) => x.after === ref); return s ? s.n : null; };
