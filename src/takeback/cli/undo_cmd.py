@@ -33,6 +33,12 @@ def run(ctx: Ctx) -> int:
         # One file, back to before the session first changed it (the library's one-file
         # undo, the same as MCP undo_file); with --turn, that turn's change of it.
         return report(ctx, session.undo_file(file, force=ctx.args.force, dry_run=ctx.args.dry_run))
+    open_turn = session.current_turn() if ctx.args.dry_run and ctx.args.turn is None else None
+    if open_turn is not None:
+        ctx.warn(
+            f"turn {open_turn.n} is still open: undo would end it and take it back; "
+            "this dry run plans from the turns that ended"
+        )
     result = session.undo(
         turn=ctx.args.turn, file=file, force=ctx.args.force, dry_run=ctx.args.dry_run
     )
