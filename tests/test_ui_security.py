@@ -19,7 +19,7 @@ from takeback.integrations._ui_api import UiConfig
 from takeback.integrations._ui_server import UiServer
 
 from ._ui import record_three_turns, request, serve_ui
-from .conftest import files_state
+from .conftest import CLI, files_state
 
 
 @pytest.fixture
@@ -148,3 +148,13 @@ def test_the_command_listens_on_127_0_0_1_only(ws_dir: Path, store_dir: Path) ->
                 request(ui.port, f"/api/timeline?token={ui.token}", address=other)
         with pytest.raises(OSError):
             request(ui.port, f"/api/timeline?token={ui.token}", address="127.0.0.2")
+
+
+def test_a_port_in_use_or_out_of_range_is_refused(tb: CLI) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = tb("ui", "--no-open", "--port", str(port), check=2)
+        assert out.stderr.startswith(f"takeback: error: cannot listen on 127.0.0.1:{port}: ")
+    assert "bad port: 70000" in tb("ui", "--no-open", "--port", "70000", check=2).stderr
