@@ -146,6 +146,9 @@ def test_the_pages_rewind_and_step_points(ws_dir: Path, store_dir: Path) -> None
         ("A", "tests/"),
         ("A", "tests/test_app.py"),
     ]
+    assert plan["summary"] == (
+        "Would rewind to before step 2: 2 restored, 2 removed, 0 made again."
+    )
     assert files_state(ws_dir) == before
     done = api.take_back("rewind", {"ref": plan["target"]}, dry_run=False)
     assert done["pre_rewind"] and (ws_dir / "src/app.py").read_text() == APP_1

@@ -249,8 +249,12 @@ class UiApi:
                 doc = r.to_json()
                 counts = doc["counts"]
                 summary = (
-                    f"Would rewind to {ref}: " if dry_run else f"Rewound to {ref}: "
-                ) + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+                    f"{'Would rewind' if dry_run else 'Rewound'} to {_point(ref)}: "
+                    f"{counts.get('M', 0)} restored, {counts.get('A', 0)} removed, "
+                    f"{counts.get('D', 0)} made again."
+                )
+                if r.note:
+                    summary += f" ({r.note})"
                 return {**doc, "op": "rewind", "session": s.name, "summary": summary}
             if op == "undo":
                 result = s.undo(turn=_opt_int(args, "turn"), force=force, dry_run=dry_run)
@@ -272,6 +276,17 @@ class UiApi:
             else:
                 raise UsageError(f"unknown operation: {op!r}")
             return {**result.to_json(), "summary": result.summary()}
+
+
+def _point(ref: str) -> str:
+    """A ref as a person reads it: ``before step 3``, ``before turn 2``, ``the start``."""
+    if ref == "start":
+        return "the session's start"
+    if ref.startswith("turn:"):
+        return f"before turn {ref[5:]}"
+    if ref.isdigit() and len(ref) < 8:
+        return f"before step {ref}"
+    return ref[:10]
 
 
 def _op_message(op: dict[str, Any]) -> str:
