@@ -187,6 +187,21 @@ def test_timeline_diff_undo_conflict_and_live_update(
         expect(page.locator("#live")).to_have_class("live on")
         shot(page, "08-live-update")
 
+        # The same page in a browser that prefers dark colours.
+        dark = page.context.browser
+        assert dark is not None
+        ctx = dark.new_context(viewport={"width": 1280, "height": 820}, color_scheme="dark")
+        try:
+            night = ctx.new_page()
+            night.goto(ui.url)
+            expect(night.locator(".entry.turn")).to_have_count(4)
+            expect(night.locator("#detail h1")).to_have_text("Turn 4")
+            background = night.evaluate("getComputedStyle(document.body).backgroundColor")
+            assert background == "rgb(22, 23, 27)"
+            shot(night, "09-dark")
+        finally:
+            ctx.close()
+
 
 def _last_pre(root: Path, store: Path, kind: str) -> str:
     with Workspace(root, store=store) as ws:
