@@ -187,3 +187,21 @@ def test_the_commands_dry_run_prints_the_plan_and_writes_nothing(
     assert files_state(ws_dir) == before
     done = json.loads(tb("undo", "--json").stdout)
     assert set(done) == set(planned) and done["dry_run"] is False
+
+
+def test_the_pages_answers_have_the_commands_keys(tb: CLI, ws_dir: Path, store_dir: Path) -> None:
+    record_three_turns(ws_dir, store_dir)
+    api = UiApi(UiConfig(root=str(ws_dir), store=str(store_dir)))
+
+    def cli(*args: str) -> set[str]:
+        doc = json.loads(tb(*args, "--json", "--session", "agent").stdout)
+        assert doc.pop("schema") == 1
+        return set(doc)
+
+    assert set(api.take_back("undo", {}, dry_run=True)) == cli("undo", "--dry-run") | {"summary"}
+    assert set(api.take_back("rewind", {"ref": "start"}, dry_run=True)) == cli(
+        "rewind", "--to", "start", "--dry-run"
+    ) | {"op", "session", "summary"}
+    turn = api.timeline("agent")["turns"][2]
+    assert set(turn) == cli("changes", "--turn", "3") | {"created_at", "steps"}
+    assert set(api.take_back("undo", {}, dry_run=False)) == cli("redo") | {"summary"}
