@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from takeback import ConflictError, Session, TurnOpResult, Workspace
+from takeback import ConflictError, Session, TurnOpResult, UsageError, Workspace
 from takeback.integrations._ui_api import UiApi, UiConfig
 
 from ._ui import APP_0, APP_1, README_0, README_1, TEST_1, record_three_turns
@@ -139,6 +139,13 @@ def test_the_pages_rewind_and_step_points(ws_dir: Path, store_dir: Path) -> None
     record_three_turns(ws_dir, store_dir)
     api = UiApi(UiConfig(root=str(ws_dir), store=str(store_dir)))
     before = files_state(ws_dir)
+    one = api.take_back("undo-turn-file", {"turn": 2, "file": "tests/test_app.py"}, dry_run=True)
+    assert (one["turns"], one["actions"]) == ([2], {"tests/test_app.py": "A"})
+    first = api.take_back("undo-file", {"file": "src/app.py"}, dry_run=True)
+    assert (first["ref"], first["actions"]) == ("turn:1", {"src/app.py": "M"})
+    for op, args in (("undo-turn-file", {"file": "x"}), ("revert", {}), ("nope", {})):
+        with pytest.raises(UsageError):
+            api.take_back(op, args, dry_run=False)
     plan = api.take_back("rewind", {"ref": "2"}, dry_run=True)
     assert [(i["action"], i["path"]) for i in plan["plan"]] == [
         ("M", "README.md"),
