@@ -18,6 +18,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from takeback import Workspace
+from takeback.integrations._ui_api import UiConfig
+from takeback.integrations._ui_server import UiServer
 
 from ._ui import README_0, README_1, TEST_1, record_three_turns, serve_ui
 from .conftest import CLI, files_state, write
@@ -206,3 +208,20 @@ def test_timeline_diff_undo_conflict_and_live_update(
 def _last_pre(root: Path, store: Path, kind: str) -> str:
     with Workspace(root, store=store) as ws:
         return next(i.id for i in ws.log() if i.kind == kind)
+
+
+def test_a_page_opened_before_anything_is_recorded_shows_the_first_turn(
+    page: Page, ws_dir: Path, store_dir: Path
+) -> None:
+    server = UiServer(UiConfig(root=str(ws_dir), store=str(store_dir)))
+    server.start()
+    try:
+        page.goto(server.url)
+        expect(page.locator("#timeline")).to_have_text("Nothing recorded in this folder yet.")
+        page.locator("#compare-open").click()  # nothing to compare: nothing happens
+        assert not store_dir.exists()
+        record_three_turns(ws_dir, store_dir)
+        expect(page.locator(".entry.turn")).to_have_count(3, timeout=5000)
+        expect(page.locator("#session")).to_have_value("agent")
+    finally:
+        server.stop()

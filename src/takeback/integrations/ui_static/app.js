@@ -575,7 +575,8 @@ $("#session").addEventListener("change", (e) => {
 });
 $("#compare-open").addEventListener("click", () => {
   const tl = state.timeline;
-  const last = tl && tl.points.length ? tl.points[tl.points.length - 1].ref : null;
+  if (!tl || !tl.store) return;
+  const last = tl.points.length ? tl.points[tl.points.length - 1].ref : null;
   select({ kind: "compare", from: "start", to: last });
 });
 $("#redo").addEventListener("click", () => plan({ op: "redo" }, "Redo"));
