@@ -288,6 +288,50 @@ class Session:
                 return t
         raise UsageError(f"no ended turn {turn} in session {self.name!r}")
 
+    def operations(self) -> list[dict[str, Any]]:
+        """Return the session's recorded take-backs, oldest first (rewinds are not among them).
+
+        Each is a JSON-ready dict: ``op`` (``undo``, ``undo-file``, ``redo``, ``revert``,
+        ``revert-move``, ``unrevert``), ``turns``, ``pre`` (the snapshot taken before it
+        wrote: ``rewind --to`` it takes the operation back), ``file`` (a one-file undo's),
+        ``paths`` (how many it wrote), ``state`` (``active``, ``redone``, ``unreverted``
+        or ``final``) and ``created_at``. A take-back refused for a conflict is not one.
+        """
+        if not self.workspace.has_store():
+            return []
+        meta = self.workspace.open_store().meta
+        times = meta.op_times(self.name)
+        return [
+            {
+                "op": op.kind,
+                "turns": op.turns,
+                "pre": op.pre,
+                "file": op.data.get("file"),
+                "paths": len(op.data.get("paths") or ()),
+                "state": op.state,
+                "created_at": times.get(op.id),
+            }
+            for op in reversed(meta.ops(self.name))
+        ]
+
+    def turn_diff(
+        self, turn: int | None = None, *, paths: Sequence[str] | None = None
+    ) -> ops.DiffResult:
+        """Return a turn's diff: each file it changed, before the turn and as it left it.
+
+        The states come from the turn's change list (default: the last ended turn), so
+        nothing done before or since shows, and the patch is one ``git apply`` accepts.
+
+        Args:
+            turn: the turn (default: the last one ended).
+            paths: only these paths (relative to the root) and what is under them.
+
+        Raises:
+            UsageError: there is no such ended turn.
+        """
+        n = self.ended_turn(turn).n
+        return ops.turn_diff(self.workspace.open_store(), self.name, n, paths=paths)
+
     def changes(self, turn: int | None = None) -> list[Change]:
         """Return the change list of a turn (default: the last ended one).
 
@@ -305,10 +349,12 @@ class Session:
         file: str | os.PathLike[str] | None = None,
         force: bool = False,
         end_open: bool = True,
+        dry_run: bool = False,
     ) -> ops.TurnOpResult:
         """Take back the last turn (or ``turn``, or one ``file`` of it).
 
-        A turn still open is ended first, and is then the last turn.
+        A turn still open is ended first, and is then the last turn (a dry run ends
+        nothing: it plans the take-back of the last turn that ended).
 
         Args:
             turn: the turn to take back (default: the last one not undone).
@@ -318,6 +364,8 @@ class Session:
             end_open: false when the agent itself asks (over MCP): its open turn is the
                 reply asking, and the last turn is the last one ended; what the undo
                 writes joins that open turn (undo of the reply takes it back too).
+            dry_run: only plan: the result says what would be written and what conflicts
+                (``why`` names each), and nothing is written, not even a snapshot.
 
         Returns:
             What was restored, and the snapshot taken before (``pre``); ``nothing`` when
@@ -333,12 +381,18 @@ class Session:
         # is for the engine to refuse, not a reason to look elsewhere.
         rel = ws.rel(file, follow=False) if file is not None else None
         return self._take_back(
-            lambda rec: ops.undo(rec, self.name, turn=turn, file=rel, force=force),
+            lambda rec: ops.undo(rec, self.name, turn=turn, file=rel, force=force, dry_run=dry_run),
             end_open=end_open,
+            dry_run=dry_run,
         )
 
     def undo_file(
-        self, file: str | os.PathLike[str], *, force: bool = False, end_open: bool = True
+        self,
+        file: str | os.PathLike[str],
+        *,
+        force: bool = False,
+        end_open: bool = True,
+        dry_run: bool = False,
     ) -> ops.TurnOpResult:
         """Put one file back as it was before the session first changed it.
 
@@ -354,6 +408,7 @@ class Session:
                 not): the snapshot taken before keeps the edit.
             end_open: false when the agent itself asks (over MCP), inside its reply: the
                 open turn stays open, and what the undo writes joins it.
+            dry_run: only plan (see :meth:`undo`).
 
         Returns:
             What was restored (``kind`` is ``undo-file``), and the snapshot taken before.
@@ -369,45 +424,67 @@ class Session:
             raise UsageError("undo_file takes a file, not the whole workspace")
         return self._take_back(
             lambda rec: ops.undo_file(
-                rec, self.name, rel, force=force, open_turn=rec.join[1] if rec.join else None
+                rec,
+                self.name,
+                rel,
+                force=force,
+                open_turn=rec.join[1] if rec.join else None,
+                dry_run=dry_run,
             ),
             end_open=end_open,
+            dry_run=dry_run,
         )
 
-    def redo(self, *, force: bool = False, join_open: bool = False) -> ops.TurnOpResult:
+    def redo(
+        self, *, force: bool = False, join_open: bool = False, dry_run: bool = False
+    ) -> ops.TurnOpResult:
         """Bring back what the last undo took back (undo after undo, redo walks forward).
 
         Args:
             force: overwrite files changed since the undo.
             join_open: the agent itself asks (over MCP), inside its reply: what the redo
                 writes joins the session's open turn.
+            dry_run: only plan (see :meth:`undo`).
 
         Raises:
             ConflictError: a file changed since the undo; nothing was written.
         """
         return self._take_back(
-            lambda rec: ops.redo(rec, self.name, force=force), end_open=False, join=join_open
+            lambda rec: ops.redo(rec, self.name, force=force, dry_run=dry_run),
+            end_open=False,
+            join=join_open,
+            dry_run=dry_run,
         )
 
-    def revert(self, *, to_turn: int, force: bool = False) -> ops.TurnOpResult:
+    def revert(
+        self, *, to_turn: int, force: bool = False, dry_run: bool = False
+    ) -> ops.TurnOpResult:
         """Take back every turn after ``to_turn`` at once (0: every turn).
+
+        ``dry_run``: only plan (see :meth:`undo`).
 
         Raises:
             ConflictError: a file changed after the turn that last changed it.
             UsageError: ``to_turn`` is not 0 or a turn of the session.
         """
         return self._take_back(
-            lambda rec: ops.revert(rec, self.name, to_turn=to_turn, force=force), end_open=True
+            lambda rec: ops.revert(rec, self.name, to_turn=to_turn, force=force, dry_run=dry_run),
+            end_open=True,
+            dry_run=dry_run,
         )
 
-    def unrevert(self, *, force: bool = False) -> ops.TurnOpResult:
+    def unrevert(self, *, force: bool = False, dry_run: bool = False) -> ops.TurnOpResult:
         """Put back what the last revert took back, as it was when the revert began.
+
+        ``dry_run``: only plan (see :meth:`undo`).
 
         Raises:
             ConflictError: a file changed since the revert.
         """
         return self._take_back(
-            lambda rec: ops.unrevert(rec, self.name, force=force), end_open=False
+            lambda rec: ops.unrevert(rec, self.name, force=force, dry_run=dry_run),
+            end_open=False,
+            dry_run=dry_run,
         )
 
     def _take_back(
@@ -416,15 +493,21 @@ class Session:
         *,
         end_open: bool,
         join: bool | None = None,
+        dry_run: bool = False,
     ) -> ops.TurnOpResult:
         """Run a take-back, ending the open turn first or joining its writes to it.
 
         ``join`` (default: not ``end_open``) joins what it writes to the open turn: the
-        agent's reply that asked for it.
+        agent's reply that asked for it. A dry run (``op`` only plans) ends nothing and
+        announces nothing.
         """
         ws = self.workspace
         current = self.current_turn()
         rec = ws.recording()
+        if dry_run:
+            planned = op(rec)
+            planned.dry_run = True  # "nothing to do" is answered before any planning
+            return planned
         if end_open:
             # The one place an open turn ends before a take-back: its events go out.
             if current is not None:

@@ -27,6 +27,23 @@ def report(ctx: Ctx, result: TurnOpResult) -> int:
     ctx.out(result.summary())
     if result.nothing:
         return 0
+    if result.dry_run:
+        for p in result.restored:
+            action = result.actions.get(p.rstrip("/"), "M")
+            ctx.out(f"  {action} {quote_path(p)}")
+        by_force = bool(getattr(ctx.args, "force", False))
+        for p in result.conflicts:
+            note = " (would be overwritten)" if by_force else ""
+            ctx.out(f"  conflict: {result.why.get(p, quote_path(p))}{note}")
+        for p in result.not_restored:
+            ctx.out(f"  would not be restored (never kept): {quote_path(p)}")
+        for p, why in sorted(result.left.items()):
+            ctx.out(f"  would be left as is: {quote_path(p)} ({why})")
+        if result.conflicts and not by_force:
+            ctx.out("dry run: nothing was written (the conflicts refuse it; --force overwrites)")
+        else:
+            ctx.out("dry run: nothing was written")
+        return 0
     forced = set(result.conflicts)
     for p in result.restored:
         name = quote_path(p)

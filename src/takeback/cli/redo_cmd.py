@@ -1,4 +1,4 @@
-"""CLI layer: ``takeback redo [--force]``."""
+"""CLI layer: ``takeback redo [--force] [--dry-run]``."""
 
 from __future__ import annotations
 
@@ -16,8 +16,12 @@ HELP = "bring back what the last undo took back"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
     p.add_argument("--force", action="store_true", help="overwrite files changed since")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print what it would do, and the conflicts"
+    )
 
 
 def run(ctx: Ctx) -> int:
     """Redo and report."""
-    return report(ctx, ctx.workspace().session(ctx.session).redo(force=ctx.args.force))
+    session = ctx.workspace().session(ctx.session)
+    return report(ctx, session.redo(force=ctx.args.force, dry_run=ctx.args.dry_run))

@@ -1,4 +1,4 @@
-"""CLI layer: ``takeback undo [--turn N] [--file PATH] [--force]``."""
+"""CLI layer: ``takeback undo [--turn N] [--file PATH] [--force] [--dry-run]``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--turn", type=number, default=None, metavar="N")
     p.add_argument("--file", default=None, metavar="PATH")
     p.add_argument("--force", action="store_true", help="overwrite files changed since")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print what it would do, and the conflicts"
+    )
 
 
 def run(ctx: Ctx) -> int:
@@ -29,6 +32,14 @@ def run(ctx: Ctx) -> int:
     if file is not None and ctx.args.turn is None:
         # One file, back to before the session first changed it (the library's one-file
         # undo, the same as MCP undo_file); with --turn, that turn's change of it.
-        return report(ctx, session.undo_file(file, force=ctx.args.force))
-    result = session.undo(turn=ctx.args.turn, file=file, force=ctx.args.force)
+        return report(ctx, session.undo_file(file, force=ctx.args.force, dry_run=ctx.args.dry_run))
+    open_turn = session.current_turn() if ctx.args.dry_run and ctx.args.turn is None else None
+    if open_turn is not None:
+        ctx.warn(
+            f"turn {open_turn.n} is still open: undo would end it and take it back; "
+            "this dry run plans from the turns that ended"
+        )
+    result = session.undo(
+        turn=ctx.args.turn, file=file, force=ctx.args.force, dry_run=ctx.args.dry_run
+    )
     return report(ctx, result)

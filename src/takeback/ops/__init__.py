@@ -7,7 +7,7 @@ Every operation that writes the workspace builds moves for the one restore engin
 
 from __future__ import annotations
 
-from ._diff import DiffResult, FileDiff, diff, read_entry
+from ._diff import DiffResult, FileDiff, diff, read_entry, turn_diff
 from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
 from ._refs import Resolved, resolve
 from ._rewind import RewindOutcome, rewind
@@ -61,6 +61,7 @@ __all__ = [
     "take",
     "text_diff",
     "touch",
+    "turn_diff",
     "under",
     "undo",
     "undo_file",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import DIR, Entry
+from ..model import DIR, Entry, decode_state
 from ..store import Store
 from ._patch import file_patch, text_diff
 from ._treediff import diff_trees, under
@@ -50,6 +50,8 @@ class DiffResult:
     to_tree: str
     files: tuple[FileDiff, ...]
     patch: bytes
+    #: each file's part of the patch, in the order of ``files`` (empty without a patch)
+    parts: tuple[bytes, ...] = ()
 
     def to_json(self, *, max_patch_chars: int | None = None) -> dict[str, Any]:
         """Return the stable machine form.
@@ -97,16 +99,49 @@ def diff(
     Returns:
         The differing files, in tree order, and the patch.
     """
+    filters = list(paths) if paths is not None else None
+    triples = (
+        (p, old, new)
+        for p, old, new in diff_trees(store.objects.get_tree, old_tree, new_tree)
+        if under(p, filters)
+    )
+    files, chunks = _diff_states(store, triples, patch=patch, binary=binary)
+    return DiffResult(old_tree, new_tree, tuple(files), b"".join(chunks), tuple(chunks))
+
+
+def turn_diff(
+    store: Store, session: str, turn: int, *, paths: Sequence[str] | None = None
+) -> DiffResult:
+    """Compare the states a turn's change list holds: before the turn, and what it left.
+
+    Exactly the files the turn changed, whatever happened before or since (``from_tree``
+    and ``to_tree`` are empty: the two states are not whole snapshots).
+    """
+    filters = list(paths) if paths is not None else None
+    triples = (
+        (r.path, decode_state(r.before), decode_state(r.after))
+        for r in store.meta.change_rows(session, turn)
+        if under(r.path, filters)
+    )
+    files, chunks = _diff_states(store, triples, patch=True, binary=False)
+    return DiffResult("", "", tuple(files), b"".join(chunks), tuple(chunks))
+
+
+def _diff_states(
+    store: Store,
+    triples: Iterable[tuple[str, Entry | None, Entry | None]],
+    *,
+    patch: bool,
+    binary: bool,
+) -> tuple[list[FileDiff], list[bytes]]:
+    """The file diffs and patch chunks of (path, old, new) states; folders are left out."""
     files: list[FileDiff] = []
     chunks: list[bytes] = []
-    filters = list(paths) if paths is not None else None
 
     def read(e: Entry) -> bytes:
         return read_entry(store, e)
 
-    for path, old, new in diff_trees(store.objects.get_tree, old_tree, new_tree):
-        if not under(path, filters):
-            continue
+    for path, old, new in triples:
         if (old is None or old.kind == DIR) and (new is None or new.kind == DIR):
             continue
         o = None if old is None or old.kind == DIR else old
@@ -120,4 +155,4 @@ def diff(
         files.append(FileDiff(path, status, counts.added, counts.removed, o, n, counts.approximate))
         if patch:
             chunks.append(file_patch(path, o, n, read, binary=binary, text=text))
-    return DiffResult(old_tree, new_tree, tuple(files), b"".join(chunks))
+    return files, chunks

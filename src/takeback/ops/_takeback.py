@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING, Any
 
 from .._fs import check_relpath
 from ..errors import UsageError
-from ..model import Entry, PlanAction, decode_state, encode_state
+from ..model import DIR, Entry, PlanAction, decode_state, encode_state
 from ..store import OpRow, Store
 from . import _engine as engine
 from ._engine import same
 from ._rewind import target_scope
-from ._snapshot import Recording, take
+from ._snapshot import Recording, scan, take
 from ._treediff import diff_trees, lookup
 
 if TYPE_CHECKING:
@@ -69,6 +69,10 @@ class TurnOpResult:
         ref: for a one-file undo, the ref of the state it went back to (``turn:N``, or
             the id of the snapshot before a command step).
         session: the session whose turns it acted on.
+        dry_run: true when it only planned: ``restored`` and ``actions`` are what it
+            would write, ``conflicts`` the paths changed since the record (refused
+            unless ``force``, which would overwrite them); no snapshot, nothing written.
+        why: for each conflict, the line that names it (``a.txt changed after turn 3``).
     """
 
     kind: str
@@ -82,6 +86,8 @@ class TurnOpResult:
     actions: dict[str, PlanAction] = field(default_factory=dict)
     ref: str | None = None
     session: str | None = None
+    dry_run: bool = False
+    why: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
         """One line for people, naming the session and turns it acted on.
@@ -91,12 +97,18 @@ class TurnOpResult:
         if self.nothing:
             return f"Nothing to {self.kind}."
         count = f"Files restored: {len(self.restored)}."
+        if self.dry_run:
+            count = f"Files it would restore: {len(self.restored)}."
+            if self.conflicts:
+                count += f" Conflicts: {len(self.conflicts)}."
         named = self.session is not None
         of = f" of session {self.session!r}" if named else ""
         in_ = f" in session {self.session!r}" if named else ""
         if self.kind == "undo-file":
             return f"Put back as before {self.ref}{in_}. {count}"
         done = _DONE.get(self.kind, self.kind.capitalize())
+        if self.dry_run:
+            done = f"Would {_VERB.get(self.kind, self.kind)}"
         if not self.turns:
             return f"{done}{in_}. {count}"
         word = "turn" if len(self.turns) == 1 else "turns"
@@ -116,10 +128,13 @@ class TurnOpResult:
             "actions": self.actions,
             "ref": self.ref,
             "session": self.session,
+            "dry_run": self.dry_run,
+            "why": self.why,
         }
 
 
 _DONE = {"undo": "Undid", "redo": "Redid", "revert": "Reverted", "unrevert": "Unreverted"}
+_VERB = {"undo-file": "put back"}
 
 #: (path, state the record says is there now, state to write)
 _Pair = tuple[str, Entry | None, Entry | None]
@@ -166,8 +181,12 @@ def _run(
     record_as: str | None = None,
     record_state: str = "active",
     created: Callable[[str], bool] | None = None,
+    dry_run: bool = False,
 ) -> TurnOpResult:
     """Snapshot, check, write through the engine, and record one operation (under the lock).
+
+    A dry run checks the same moves against a scan of the files now and stops there: no
+    snapshot, no journal, nothing written or recorded.
 
     Args:
         rec: the store (the caller holds its exclusive lock), options and event sink.
@@ -189,6 +208,7 @@ def _run(
         created: whether the record says the source created a path (what it writes
             there is nothing): its own output is removed even where the target's rules
             ignore it.
+        dry_run: only plan (see above).
 
     Raises:
         ConflictError: a path is not as the record says, and ``force`` is false.
@@ -196,6 +216,8 @@ def _run(
         RestoreError: some writes failed; the op is recorded with what was written.
     """
     store, opts = rec.store, rec.options
+    if dry_run:
+        return _plan(rec, session, kind, turns, pairs, force, describe, target_tree, created)
     previous = store.read_journal()
     pre = take(
         rec,
@@ -266,6 +288,47 @@ def _run(
         left=done.left,
         actions=actions,
         session=session,
+        why={p: describe(p) for p in checked.conflicts} if force else {},
+    )
+
+
+def _plan(
+    rec: Recording,
+    session: str,
+    kind: str,
+    turns: list[int],
+    pairs: list[_Pair] | Callable[[str], list[_Pair]],
+    force: bool,
+    describe: Callable[[str], str],
+    target_tree: str | None,
+    created: Callable[[str], bool] | None,
+) -> TurnOpResult:
+    """What :func:`_run` would write, checked by the engine against the files now."""
+    store, opts = rec.store, rec.options
+    now = scan(store, opts).tree
+    if callable(pairs):
+        pairs = pairs(now)
+    moves = engine.moves_from(store, now, pairs, created=created)
+    scope = target_scope(store, opts, target_tree) if target_tree else None
+    checked = engine.check(store, moves, force=force, target_scope=scope)
+    actions: dict[str, PlanAction] = {}
+    restored = []
+    for m in checked.todo:
+        folder = any(e is not None and e.kind == DIR for e in (m.now, m.write))
+        restored.append(m.path + "/" if folder else m.path)
+        actions[m.path] = "A" if m.write is None else "D" if m.now is None else "M"
+    return TurnOpResult(
+        kind,
+        turns,
+        None,
+        sorted(restored),
+        list(checked.not_restored),
+        list(checked.conflicts),
+        left=dict(checked.left),
+        actions=actions,
+        session=session,
+        dry_run=True,
+        why={p: describe(p) for p in checked.conflicts},
     )
 
 
@@ -276,6 +339,7 @@ def undo(
     turn: int | None = None,
     file: str | None = None,
     force: bool = False,
+    dry_run: bool = False,
 ) -> TurnOpResult:
     """Take back a turn (the last one that changed something, or ``turn``), or one file of it.
 
@@ -286,6 +350,7 @@ def undo(
             ``file``, the last done turn that changed it).
         file: take back only this path (relative to the root) of the turn.
         force: overwrite files changed since the turn.
+        dry_run: only plan: what it would write, and the conflicts (nothing is written).
 
     Raises:
         ConflictError: a file changed after the turn (and ``force`` is false).
@@ -343,11 +408,14 @@ def undo(
             data={"file": file},
             on_done=on_done,
             created=lambda _p: True,  # nothing there before: the turn's own
+            dry_run=dry_run,
         )
 
 
-def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
-    """Bring back what the last undo still to be redone took back.
+def redo(
+    rec: Recording, session: str, *, force: bool = False, dry_run: bool = False
+) -> TurnOpResult:
+    """Bring back what the last undo still to be redone took back (``dry_run``: only plan).
 
     Raises:
         ConflictError: a file changed since the undo (and ``force`` is false).
@@ -362,7 +430,7 @@ def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
         op = ops[0]
         op_id, turns, pre, data = op.id, op.turns, op.pre, op.data
         if op.kind == "undo-file":
-            return _redo_file(rec, session, op_id, pre, data, force=force)
+            return _redo_file(rec, session, op_id, pre, data, force=force, dry_run=dry_run)
         n = turns[0]
         file = data.get("file")
         # Only what that undo took back: files an earlier `undo --file` restored, or that
@@ -391,11 +459,19 @@ def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
             prune=False,
             data={"undo_op": op_id, "file": file},
             on_done=on_done,
+            dry_run=dry_run,
         )
 
 
 def _redo_file(
-    rec: Recording, session: str, op_id: int, pre: str | None, data: dict[str, Any], *, force: bool
+    rec: Recording,
+    session: str,
+    op_id: int,
+    pre: str | None,
+    data: dict[str, Any],
+    *,
+    force: bool,
+    dry_run: bool,
 ) -> TurnOpResult:
     """Bring back what a one-file undo took back: the file as it was when the undo began."""
     store = rec.store
@@ -420,11 +496,16 @@ def _redo_file(
         prune=False,
         data={"undo_op": op_id, "file": data.get("file")},
         on_done=lambda meta: meta.set_op_state(op_id, "redone"),
+        dry_run=dry_run,
     )
 
 
-def revert(rec: Recording, session: str, *, to_turn: int, force: bool = False) -> TurnOpResult:
+def revert(
+    rec: Recording, session: str, *, to_turn: int, force: bool = False, dry_run: bool = False
+) -> TurnOpResult:
     """Take back every turn after ``to_turn`` at once (or move a standing revert there).
+
+    ``dry_run``: only plan (nothing is written).
 
     Each file goes back to its state before the first of those turns changed it (the
     caller ends an open turn first). While a revert stands, the workspace goes to exactly
@@ -447,7 +528,7 @@ def revert(rec: Recording, session: str, *, to_turn: int, force: bool = False) -
             )
         standing = store.meta.ops(session, kind="revert", state="active")
         if standing:
-            return _move_revert(rec, session, all_turns, standing[0], to_turn, force)
+            return _move_revert(rec, session, all_turns, standing[0], to_turn, force, dry_run)
         turns = [t for t in all_turns if t.n > to_turn and t.state == "done"]
         if not turns:
             return TurnOpResult("revert", [], None, nothing=True, session=session)
@@ -478,11 +559,18 @@ def revert(rec: Recording, session: str, *, to_turn: int, force: bool = False) -
             data={"to_turn": to_turn},
             on_done=on_done,
             created=lambda _p: True,  # nothing there before: the turn's own
+            dry_run=dry_run,
         )
 
 
 def _move_revert(
-    rec: Recording, session: str, all_turns: list[_Turn], op: OpRow, to_turn: int, force: bool
+    rec: Recording,
+    session: str,
+    all_turns: list[_Turn],
+    op: OpRow,
+    to_turn: int,
+    force: bool,
+    dry_run: bool,
 ) -> TurnOpResult:
     """Move a standing revert to ``to_turn``: the state that turn left, exactly."""
     store = rec.store
@@ -529,11 +617,16 @@ def _move_revert(
         on_done=on_done,
         record_as="revert-move",
         record_state="final",
+        dry_run=dry_run,
     )
 
 
-def unrevert(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
+def unrevert(
+    rec: Recording, session: str, *, force: bool = False, dry_run: bool = False
+) -> TurnOpResult:
     """Put back what the standing revert took back, as the files were when it began.
+
+    ``dry_run``: only plan (nothing is written).
 
     Raises:
         ConflictError: a file changed since the revert.
@@ -570,6 +663,7 @@ def unrevert(rec: Recording, session: str, *, force: bool = False) -> TurnOpResu
             prune=False,
             data={"revert_op": op_id},
             on_done=on_done,
+            dry_run=dry_run,
         )
 
 
@@ -671,7 +765,13 @@ def _last_recorded(
 
 
 def undo_file(
-    rec: Recording, session: str, path: str, *, force: bool = False, open_turn: int | None = None
+    rec: Recording,
+    session: str,
+    path: str,
+    *,
+    force: bool = False,
+    open_turn: int | None = None,
+    dry_run: bool = False,
 ) -> TurnOpResult:
     """Put one file back as it was before the session first changed it.
 
@@ -680,6 +780,7 @@ def undo_file(
     operation left there): a person's edit since is a conflict (the caller ends an open
     turn first, or names it in ``open_turn``: the agent asking inside its reply, whose
     own writes to the file since its touch are what it holds now).
+    ``dry_run``: only plan (nothing is written).
 
     Raises:
         ConflictError: the file changed since the record's last word on it.
@@ -713,6 +814,7 @@ def undo_file(
             data={"file": path},
             on_done=lambda meta: None,
             created=lambda _p: True,
+            dry_run=dry_run,
         )
         result.ref = ref
         return result

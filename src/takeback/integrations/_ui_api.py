@@ -1,0 +1,353 @@
+"""Integrations layer: what the page behind ``takeback ui`` asks, answered from the public API.
+
+Each answer is a JSON-ready dict built from the library's own results (their ``to_json``):
+the timeline (sessions, turns with their steps, and the take-backs and rewinds between
+them), diffs (a turn's own, a step's, or any two points), a file's text at a point, and
+the take-backs, each planned first (the library's dry run) and then done. The page adds
+no rule: every check is the library's.
+
+Each call opens the workspace afresh and calls are taken one at a time: the server runs
+requests in threads, and a store connection belongs to the thread that opened it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from .. import DiffResult, Session, SnapshotInfo, Workspace
+
+#: a file's patch longer than this is named, not sent (the page would choke on it)
+MAX_FILE_PATCH = 400_000
+#: all the patches of one diff together are cut here; the rest are named, not sent
+MAX_DIFF_PATCH = 4_000_000
+#: a file's text at a point is sent up to this many bytes
+MAX_SHOW_BYTES = 2_000_000
+
+#: the operations the page can ask for (``rewind`` plans through its own dry run)
+OPS = ("undo", "undo-turn-file", "undo-file", "redo", "revert", "unrevert", "rewind")
+
+
+@dataclass(frozen=True)
+class UiConfig:
+    """Where the page looks: the workspace, its store, and the session shown first."""
+
+    root: str
+    store: str | None = None
+    session: str | None = None
+    max_file_bytes: int | None = None
+
+
+class UiApi:
+    """The page's questions and actions, each on a workspace opened for the call."""
+
+    def __init__(self, config: UiConfig) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def workspace(self) -> Iterator[Workspace]:
+        """Open the workspace for one call (one call at a time)."""
+        from .. import Workspace
+
+        with self._lock:
+            kwargs: dict[str, Any] = {"store": self.config.store}
+            if self.config.max_file_bytes is not None:
+                kwargs["max_file_bytes"] = self.config.max_file_bytes
+            ws = Workspace(self.config.root, **kwargs)
+            try:
+                yield ws
+            finally:
+                ws.close()
+
+    def store_path(self) -> str:
+        """Where the store lives (its event log is what the page follows)."""
+        from .. import Workspace
+
+        return Workspace(self.config.root, store=self.config.store).store_path
+
+    def _session(self, ws: Workspace, name: str | None) -> Session:
+        return ws.session(name or self.config.session or ws.active_session())
+
+    # -- reading -----------------------------------------------------------------------
+
+    def timeline(self, session: str | None) -> dict[str, Any]:
+        """Return the sessions, and one session's turns, steps and take-backs.
+
+        Turns come with their change list (``TurnInfo.to_json``) and their steps; the
+        take-backs and rewinds are entries of their own, found by the snapshot each took
+        before it wrote. Times are those of the snapshots (a turn's is its ``before``).
+        """
+        with self.workspace() as ws:
+            if not ws.has_store():
+                return {"root": ws.root, "store": False, "sessions": [], "session": None}
+            s = self._session(ws, session)
+            snaps = {i.id: i for i in ws.log(s.name)}
+            turns = []
+            steps = s.steps()
+            for t in s.turns():
+                doc = t.to_json()
+                doc["created_at"] = _time(snaps, t.before)
+                doc["steps"] = [
+                    {
+                        "n": st.n,
+                        "label": st.label,
+                        "command": st.command,
+                        "before": st.before,
+                        "after": st.after,
+                        "exit_code": st.exit_code,
+                        "created_at": _time(snaps, st.before),
+                    }
+                    for st in steps
+                    if st.turn == t.n
+                ]
+                turns.append(doc)
+            loose = [
+                {
+                    "n": st.n,
+                    "label": st.label,
+                    "command": st.command,
+                    "before": st.before,
+                    "after": st.after,
+                    "exit_code": st.exit_code,
+                    "created_at": _time(snaps, st.before),
+                }
+                for st in steps
+                if st.turn is None
+            ]
+            takebacks = [
+                {**op, "message": _op_message(op)} for op in s.operations() if op["pre"]
+            ] + [
+                {
+                    "op": "rewind",
+                    "pre": i.id,
+                    "message": i.message.replace("before rewind", "rewound"),
+                    "created_at": i.created_at,
+                    "turns": [],
+                    "state": None,
+                }
+                for i in snaps.values()
+                if i.kind == "pre-rewind"
+            ]
+            points = [
+                {"ref": i.id, "kind": i.kind, "created_at": i.created_at, "message": i.message}
+                for i in snaps.values()
+            ]
+            sessions = ws.sessions()
+            baseline = next((i.baseline for i in sessions if i.name == s.name), None)
+            return {
+                "root": ws.root,
+                "store": True,
+                "session": s.name,
+                "active": ws.active_session(),
+                "baseline": baseline,
+                "sessions": [
+                    {"name": i.name, "baseline": i.baseline, "created_at": i.created_at}
+                    for i in sessions
+                ],
+                "turns": turns,
+                "loose_steps": loose,
+                "takebacks": sorted(takebacks, key=lambda x: x["created_at"]),
+                "points": sorted(points, key=lambda x: x["created_at"]),
+            }
+
+    def turn_diff(self, session: str | None, turn: int, path: str | None) -> dict[str, Any]:
+        """Return a turn's own diff (its change list's states), file by file."""
+        with self.workspace() as ws:
+            s = self._session(ws, session)
+            info = s.ended_turn(turn)
+            result = s.turn_diff(turn, paths=[path] if path else None)
+            return {
+                **info.to_json(),
+                **_files(result),
+                "from": f"turn:{turn}",
+                "to": f"after turn {turn}",
+            }
+
+    def diff(
+        self, session: str | None, from_ref: str, to_ref: str | None, path: str | None
+    ) -> dict[str, Any]:
+        """Return the diff between two points (``to_ref`` None: the files now)."""
+        with self.workspace() as ws:
+            s = self._session(ws, session)
+            result = ws.diff(
+                from_ref, to_ref, paths=[path] if path else None, session=s.name, patch=True
+            )
+            return {
+                **_files(result),
+                "session": s.name,
+                "from": from_ref,
+                "to": to_ref or "now",
+                "from_id": ws.resolve(from_ref, session=s.name).snapshot.id,
+                "to_id": ws.resolve(to_ref, session=s.name).snapshot.id if to_ref else None,
+            }
+
+    def step_points(self, session: str | None, step: int) -> dict[str, Any]:
+        """Return the two points a step's diff compares: before it, and after it.
+
+        After a command step: the snapshot taken after it. After a file-tool step: the
+        next snapshot of the session (the next step's, a turn's, or one a take-back took
+        before writing), or the files now when there is none yet.
+        """
+        with self.workspace() as ws:
+            s = self._session(ws, session)
+            info = next((st for st in s.steps() if st.n == step), None)
+            if info is None or info.before is None:
+                raise UsageError(f"no step {step} with a snapshot in session {s.name!r}")
+            after = info.after
+            if after is None:
+                snaps = sorted(ws.log(s.name), key=lambda i: i.created_at)
+                start = next(i for i in snaps if i.id == info.before)
+                later = [i for i in snaps if i.created_at > start.created_at]
+                after = later[0].id if later else None
+            return {"from": info.before, "to": after}
+
+    def show(self, session: str | None, ref: str, path: str) -> dict[str, Any]:
+        """Return a file's whole text as it was at ``ref`` (or that it is binary)."""
+        with self.workspace() as ws:
+            s = self._session(ws, session)
+            data = ws.show(ref, path, session=s.name)
+            binary = b"\0" in data[:8000]
+            cut = len(data) > MAX_SHOW_BYTES
+            text = "" if binary else data[:MAX_SHOW_BYTES].decode("utf-8", "replace")
+            return {
+                "ref": ref,
+                "id": ws.resolve(ref, session=s.name).snapshot.id,
+                "path": path,
+                "size": len(data),
+                "binary": binary,
+                "truncated": cut and not binary,
+                "text": text,
+            }
+
+    # -- taking back -------------------------------------------------------------------
+
+    def take_back(self, op: str, args: dict[str, Any], *, dry_run: bool) -> dict[str, Any]:
+        """Plan (``dry_run``) or do one take-back; the result is the library's ``to_json``.
+
+        Args:
+            op: one of :data:`OPS`.
+            args: ``session``, ``turn``, ``file``, ``to_turn``, ``ref``, ``force``.
+            dry_run: only plan.
+
+        Raises:
+            UsageError: an unknown operation or a missing argument.
+            ConflictError: (not a dry run) a file changed since the record.
+        """
+        force = bool(args.get("force"))
+        with self.workspace() as ws:
+            s = self._session(ws, _opt_str(args, "session"))
+            if op == "rewind":
+                ref = _need(args, "ref", str)
+                r = ws.rewind(ref, dry_run=dry_run, session=s.name)
+                doc = r.to_json()
+                counts = doc["counts"]
+                summary = (
+                    f"{'Would rewind' if dry_run else 'Rewound'} to {_point(ref)}: "
+                    f"{counts.get('M', 0)} restored, {counts.get('A', 0)} removed, "
+                    f"{counts.get('D', 0)} made again."
+                )
+                if r.note:
+                    summary += f" ({r.note})"
+                return {**doc, "op": "rewind", "session": s.name, "summary": summary}
+            if op == "undo":
+                result = s.undo(turn=_opt_int(args, "turn"), force=force, dry_run=dry_run)
+            elif op == "undo-turn-file":
+                result = s.undo(
+                    turn=_need(args, "turn", int),
+                    file=_need(args, "file", str),
+                    force=force,
+                    dry_run=dry_run,
+                )
+            elif op == "undo-file":
+                result = s.undo_file(_need(args, "file", str), force=force, dry_run=dry_run)
+            elif op == "redo":
+                result = s.redo(force=force, dry_run=dry_run)
+            elif op == "revert":
+                result = s.revert(to_turn=_need(args, "to_turn", int), force=force, dry_run=dry_run)
+            elif op == "unrevert":
+                result = s.unrevert(force=force, dry_run=dry_run)
+            else:
+                raise UsageError(f"unknown operation: {op!r}")
+            return {**result.to_json(), "summary": result.summary()}
+
+
+def _point(ref: str) -> str:
+    """A ref as a person reads it: ``before step 3``, ``before turn 2``, ``the start``."""
+    if ref == "start":
+        return "the session's start"
+    if ref.startswith("turn:"):
+        return f"before turn {ref[5:]}"
+    if ref.isdigit() and len(ref) < 8:
+        return f"before step {ref}"
+    return ref[:10]
+
+
+def _op_message(op: dict[str, Any]) -> str:
+    """What a recorded take-back did, in a few words (``took back turn 3``)."""
+    turns = ", ".join(map(str, op["turns"]))
+    word = "turn" if len(op["turns"]) == 1 else "turns"
+    n = op["paths"]
+    files = f"{n} path{'s' if n != 1 else ''}"
+    what = {
+        "undo": f"took back {word} {turns}",
+        "undo-file": f"put {op['file']} back",
+        "redo": f"brought back {word} {turns}" if turns else "brought a file back",
+        "revert": f"took back {word} {turns}",
+        "revert-move": f"moved the revert ({word} {turns})",
+        "unrevert": f"brought back {word} {turns}",
+    }.get(op["op"], op["op"])
+    if op["op"] == "undo" and op["file"]:
+        what = f"took back {op['file']} of turn {turns}"
+    return f"{what} · {files}"
+
+
+def _time(snaps: dict[str, SnapshotInfo], sid: str | None) -> float | None:
+    info = snaps.get(sid) if sid else None
+    return info.created_at if info else None
+
+
+def _need(args: dict[str, Any], key: str, kind: type) -> Any:
+    value = args.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise UsageError(f"missing or bad {key!r}")
+    return value
+
+
+def _opt_int(args: dict[str, Any], key: str) -> int | None:
+    return None if args.get(key) is None else int(_need(args, key, int))
+
+
+def _opt_str(args: dict[str, Any], key: str) -> str | None:
+    return None if args.get(key) is None else str(_need(args, key, str))
+
+
+def _files(result: DiffResult) -> dict[str, Any]:
+    """The diff's files, each with its own patch (or why it is not sent)."""
+    chunks = result.parts
+    files = []
+    total = 0
+    for i, f in enumerate(result.files):
+        doc = f.to_json()
+        chunk = chunks[i] if i < len(chunks) else b""
+        head = chunk[:2000]
+        doc["binary"] = b"\nBinary files " in head or head.startswith(b"Binary files ")
+        doc["over_limit"] = b"(over the size limit)" in head
+        doc["unreadable"] = b"differ (unreadable)" in head
+        too_big = len(chunk) > MAX_FILE_PATCH or total + len(chunk) > MAX_DIFF_PATCH
+        doc["too_large"] = too_big
+        doc["patch"] = "" if too_big else chunk.decode("utf-8", "replace")
+        if not too_big:
+            total += len(chunk)
+        files.append(doc)
+    return {
+        "files": files,
+        "added": sum(f.added for f in result.files),
+        "removed": sum(f.removed for f in result.files),
+    }

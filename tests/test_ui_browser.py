@@ -1,0 +1,227 @@
+"""``takeback ui`` in a real browser: the system's headless Chromium, driven by Playwright.
+
+A session of three turns is recorded through the library; the real ``takeback ui``
+serves it; the page shows the timeline and a turn's diff, undoes a turn by clicking
+(the folder ends exactly as ``takeback undo`` leaves a twin folder), refuses a conflict,
+and shows a turn recorded while it is open without being reloaded. A screenshot of each
+stage is kept in ``test-artifacts/ui/`` (git-ignored) to be looked at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from takeback import Workspace
+from takeback.integrations._ui_api import UiConfig
+from takeback.integrations._ui_server import UiServer
+
+from ._ui import README_0, README_1, TEST_1, record_three_turns, serve_ui
+from .conftest import CLI, files_state, write
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "ui"
+
+
+def chromium() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    path = chromium()
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing: .ci/run installs it")
+        pytest.skip("no system chromium (apt-get install chromium)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 820}, color_scheme="light")
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.set_default_timeout(8000)
+    try:
+        yield pg
+    finally:
+        ctx.close()
+    assert errors == [], errors
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def test_timeline_diff_undo_conflict_and_live_update(
+    page: Page, tmp_path: Path, ws_dir: Path, store_dir: Path
+) -> None:
+    record_three_turns(ws_dir, store_dir)
+    twin, twin_store = tmp_path / "twin", tmp_path / "twin-store"
+    twin.mkdir()
+    record_three_turns(twin, twin_store)
+    assert files_state(twin) == files_state(ws_dir)
+
+    with serve_ui(ws_dir, store_dir) as ui:
+        page.goto(ui.url)
+        page.evaluate("window.samePage = true")  # gone if the page were ever reloaded
+
+        # The timeline: three turns, newest first, with their counts and steps.
+        turns = page.locator(".entry.turn")
+        expect(turns).to_have_count(3)
+        expect(turns.nth(0)).to_contain_text("Turn 3")
+        expect(turns.nth(0)).to_contain_text("Document how to run it")
+        expect(turns.nth(0)).to_contain_text("1 file changed +5 -1")
+        expect(turns.nth(1)).to_contain_text("2 files changed +7 -0")
+        expect(turns.nth(1).locator(".step .cmd")).to_have_text("$ ruff format src tests")
+        expect(turns.nth(2)).to_contain_text("Add a greeting function")
+        # The newest turn is opened: its diff.
+        expect(page.locator("#detail h1")).to_have_text("Turn 3")
+        readme = page.locator('.file[data-path="README.md"]')
+        expect(readme.locator("td.code.del")).to_have_text(["A small app."])
+        expect(readme.locator("td.code.add").first).to_have_text("A small app that greets.")
+        shot(page, "01-timeline")
+
+        # A turn's diff, side by side: the file a step created, the one a command changed.
+        page.locator('[data-turn="2"]').click()
+        expect(page.locator("#detail h1")).to_have_text("Turn 2")
+        page.locator('[data-view="split"]').click()
+        created = page.locator('.file[data-path="tests/test_app.py"]')
+        expect(created.locator("table.diff.split")).to_be_visible()
+        expect(created.locator("td.code.add")).to_have_count(5)
+        expect(created.locator("td.code.add").nth(3)).to_have_text("def test_greet():")
+        expect(page.locator('.file[data-path="src/app.py"] td.code.add').last).to_have_text(
+            "# formatted"
+        )
+        shot(page, "02-diff-side-by-side")
+        page.locator('[data-view="unified"]').click()
+
+        # Undo turn 3 by clicking: the plan first, nothing written until confirmed.
+        page.locator('[data-turn="3"]').click()
+        expect(page.locator("#detail h1")).to_have_text("Turn 3")
+        page.locator('[data-action="undo-turn"]').click()
+        expect(page.locator("#plan-summary")).to_have_text(
+            "Would undo turn 3 of session 'agent'. Files it would restore: 1."
+        )
+        expect(page.locator("#plan-list")).to_contain_text("README.md")
+        shot(page, "03-undo-plan")
+        assert (ws_dir / "README.md").read_text() == README_1
+        page.locator("#plan-confirm").click()
+        expect(page.locator("#apply-result")).to_contain_text("Undid turn 3 of session 'agent'.")
+        expect(page.locator("#takeback-id")).to_have_text(
+            _last_pre(ws_dir, store_dir, "pre-undo")[:10]
+        )
+        shot(page, "04-undo-done")
+        page.locator("#plan-cancel").click()
+        # Exactly what `takeback undo` does to the twin.
+        CLI(twin, twin_store)("undo", "--session", "agent")
+        assert files_state(ws_dir) == files_state(twin)
+        assert (ws_dir / "README.md").read_text() == README_0
+        expect(page.locator('[data-turn="3"] .badge')).to_have_text("undone")
+        expect(page.locator('.entry.takeback[data-op="undo"]')).to_have_count(1)
+
+        # A person's edit since turn 2: the plan names it and why, and will not write.
+        write(ws_dir, "tests/test_app.py", TEST_1 + "# mine\n")
+        page.locator('[data-turn="2"]').click()
+        expect(page.locator("#detail h1")).to_have_text("Turn 2")
+        page.locator('[data-action="undo-turn"]').click()
+        expect(page.locator("#plan-conflicts")).to_contain_text(
+            "tests/test_app.py changed after turn 2"
+        )
+        expect(page.locator("#plan-confirm")).to_be_disabled()
+        shot(page, "05-conflict-planned")
+        page.locator("#plan-cancel").click()
+        # An edit that lands between the plan and the click: the library refuses then.
+        write(ws_dir, "tests/test_app.py", TEST_1)
+        page.locator('[data-action="undo-turn"]').click()
+        expect(page.locator("#plan-conflicts")).to_have_count(0)
+        expect(page.locator("#plan-confirm")).to_be_enabled()
+        write(ws_dir, "src/app.py", "# a person's rewrite\n")
+        before = files_state(ws_dir)
+        page.locator("#plan-confirm").click()
+        expect(page.locator("#apply-error")).to_contain_text("src/app.py changed after turn 2")
+        expect(page.locator("#apply-error")).to_contain_text("nothing was written")
+        shot(page, "06-conflict-refused")
+        page.locator("#plan-cancel").click()
+        assert files_state(ws_dir) == before
+        expect(page.locator('[data-turn="2"] .badge')).to_have_text("done")
+        # The refused undo is no entry of the timeline: only the undo that was done.
+        expect(page.locator(".entry.takeback")).to_have_count(1)
+        expect(page.locator(".entry.takeback")).to_contain_text("took back turn 3 · 1 path")
+
+        # Any two points: the session's start and the files now; a file's whole text.
+        page.locator("#compare-open").click()
+        page.locator("#compare-to").select_option("")
+        expect(page.locator("#detail .file")).to_have_count(2)
+        expect(page.locator("#detail .sub")).to_contain_text("2 files changed +6 -6")
+        page.locator('.file[data-path="src/app.py"] button', has_text="before").click()
+        expect(page.locator("#file-body td.code").first).to_have_text("def main():")
+        expect(page.locator("#file-body td.code")).to_have_count(6)
+        shot(page, "07-compare-and-file")
+        page.locator("#file-close").click()
+
+        # A turn recorded while the page is open shows up by itself.
+        with Workspace(ws_dir, store=store_dir) as ws, ws.session("agent").turn("Add a CLI") as t:
+            with t.step() as st:
+                st.touch("cli.py")
+                write(ws_dir, "cli.py", "import sys\n")
+        new = page.locator('[data-turn="4"]')
+        expect(new).to_contain_text("Add a CLI", timeout=5000)
+        expect(new).to_contain_text("1 file changed +1 -0")
+        expect(page.locator(".entry.turn").first).to_contain_text("Turn 4")
+        assert page.evaluate("window.samePage") is True
+        expect(page.locator("#live")).to_have_class("live on")
+        shot(page, "08-live-update")
+
+        # The same page in a browser that prefers dark colours.
+        dark = page.context.browser
+        assert dark is not None
+        ctx = dark.new_context(viewport={"width": 1280, "height": 820}, color_scheme="dark")
+        try:
+            night = ctx.new_page()
+            night.goto(ui.url)
+            expect(night.locator(".entry.turn")).to_have_count(4)
+            expect(night.locator("#detail h1")).to_have_text("Turn 4")
+            background = night.evaluate("getComputedStyle(document.body).backgroundColor")
+            assert background == "rgb(22, 23, 27)"
+            shot(night, "09-dark")
+        finally:
+            ctx.close()
+
+
+def _last_pre(root: Path, store: Path, kind: str) -> str:
+    with Workspace(root, store=store) as ws:
+        return next(i.id for i in ws.log() if i.kind == kind)
+
+
+def test_a_page_opened_before_anything_is_recorded_shows_the_first_turn(
+    page: Page, ws_dir: Path, store_dir: Path
+) -> None:
+    server = UiServer(UiConfig(root=str(ws_dir), store=str(store_dir)))
+    server.start()
+    try:
+        page.goto(server.url)
+        expect(page.locator("#timeline")).to_have_text("Nothing recorded in this folder yet.")
+        page.locator("#compare-open").click()  # nothing to compare: nothing happens
+        assert not store_dir.exists()
+        record_three_turns(ws_dir, store_dir)
+        expect(page.locator(".entry.turn")).to_have_count(3, timeout=5000)
+        expect(page.locator("#session")).to_have_value("agent")
+    finally:
+        server.stop()
