@@ -263,6 +263,10 @@ def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path
         "ref": None,
         "actions": {"a.txt": "M", "b.txt": "A"},
         "session": "default",
+        "dry_run": False,
+        "merged": [],
+        "markers": {},
+        "preview": "",
     }
     doc = as_json(tb("redo", "--json"))
     assert doc["op"] == "redo" and doc["restored"] == ["a.txt", "b.txt"]

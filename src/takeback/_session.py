@@ -305,6 +305,8 @@ class Session:
         file: str | os.PathLike[str] | None = None,
         force: bool = False,
         end_open: bool = True,
+        merge: ops.MergeOption = False,
+        dry_run: bool = False,
     ) -> ops.TurnOpResult:
         """Take back the last turn (or ``turn``, or one ``file`` of it).
 
@@ -318,6 +320,13 @@ class Session:
             end_open: false when the agent itself asks (over MCP): its open turn is the
                 reply asking, and the last turn is the last one ended; what the undo
                 writes joins that open turn (undo of the reply takes it back too).
+            merge: a file changed since the turn is merged instead of refused: the
+                turn's hunks are taken back, the edits since kept (``merged`` in the
+                result). Where both changed the same lines nothing is written and the
+                ``ConflictError`` names the regions, unless ``"markers"``: then those
+                files get conflict markers (``markers`` in the result).
+            dry_run: plan only: nothing is written and no snapshot is taken; the result's
+                ``actions`` is the plan and ``preview`` the diff each merge would write.
 
         Returns:
             What was restored, and the snapshot taken before (``pre``); ``nothing`` when
@@ -333,12 +342,20 @@ class Session:
         # is for the engine to refuse, not a reason to look elsewhere.
         rel = ws.rel(file, follow=False) if file is not None else None
         return self._take_back(
-            lambda rec: ops.undo(rec, self.name, turn=turn, file=rel, force=force),
+            lambda rec: ops.undo(
+                rec, self.name, turn=turn, file=rel, force=force, merge=merge, dry_run=dry_run
+            ),
             end_open=end_open,
         )
 
     def undo_file(
-        self, file: str | os.PathLike[str], *, force: bool = False, end_open: bool = True
+        self,
+        file: str | os.PathLike[str],
+        *,
+        force: bool = False,
+        end_open: bool = True,
+        merge: ops.MergeOption = False,
+        dry_run: bool = False,
     ) -> ops.TurnOpResult:
         """Put one file back as it was before the session first changed it.
 
@@ -354,6 +371,8 @@ class Session:
                 not): the snapshot taken before keeps the edit.
             end_open: false when the agent itself asks (over MCP), inside its reply: the
                 open turn stays open, and what the undo writes joins it.
+            merge: merge the file when it changed since (as :meth:`undo`).
+            dry_run: plan only (as :meth:`undo`).
 
         Returns:
             What was restored (``kind`` is ``undo-file``), and the snapshot taken before.
@@ -369,16 +388,34 @@ class Session:
             raise UsageError("undo_file takes a file, not the whole workspace")
         return self._take_back(
             lambda rec: ops.undo_file(
-                rec, self.name, rel, force=force, open_turn=rec.join[1] if rec.join else None
+                rec,
+                self.name,
+                rel,
+                force=force,
+                open_turn=rec.join[1] if rec.join else None,
+                merge=merge,
+                dry_run=dry_run,
             ),
             end_open=end_open,
         )
 
-    def redo(self, *, force: bool = False, join_open: bool = False) -> ops.TurnOpResult:
+    def redo(
+        self,
+        *,
+        force: bool = False,
+        join_open: bool = False,
+        merge: ops.MergeOption = False,
+        dry_run: bool = False,
+    ) -> ops.TurnOpResult:
         """Bring back what the last undo took back (undo after undo, redo walks forward).
+
+        A file the undo merged goes back to what it held when the undo began (the turn's
+        hunks, and the edits the merge kept).
 
         Args:
             force: overwrite files changed since the undo.
+            merge: merge files changed since the undo (as :meth:`undo`).
+            dry_run: plan only (as :meth:`undo`).
             join_open: the agent itself asks (over MCP), inside its reply: what the redo
                 writes joins the session's open turn.
 
@@ -386,28 +423,47 @@ class Session:
             ConflictError: a file changed since the undo; nothing was written.
         """
         return self._take_back(
-            lambda rec: ops.redo(rec, self.name, force=force), end_open=False, join=join_open
+            lambda rec: ops.redo(rec, self.name, force=force, merge=merge, dry_run=dry_run),
+            end_open=False,
+            join=join_open,
         )
 
-    def revert(self, *, to_turn: int, force: bool = False) -> ops.TurnOpResult:
+    def revert(
+        self,
+        *,
+        to_turn: int,
+        force: bool = False,
+        merge: ops.MergeOption = False,
+        dry_run: bool = False,
+    ) -> ops.TurnOpResult:
         """Take back every turn after ``to_turn`` at once (0: every turn).
+
+        ``merge`` and ``dry_run`` as for :meth:`undo`.
 
         Raises:
             ConflictError: a file changed after the turn that last changed it.
             UsageError: ``to_turn`` is not 0 or a turn of the session.
         """
         return self._take_back(
-            lambda rec: ops.revert(rec, self.name, to_turn=to_turn, force=force), end_open=True
+            lambda rec: ops.revert(
+                rec, self.name, to_turn=to_turn, force=force, merge=merge, dry_run=dry_run
+            ),
+            end_open=True,
         )
 
-    def unrevert(self, *, force: bool = False) -> ops.TurnOpResult:
+    def unrevert(
+        self, *, force: bool = False, merge: ops.MergeOption = False, dry_run: bool = False
+    ) -> ops.TurnOpResult:
         """Put back what the last revert took back, as it was when the revert began.
+
+        ``merge`` and ``dry_run`` as for :meth:`undo`.
 
         Raises:
             ConflictError: a file changed since the revert.
         """
         return self._take_back(
-            lambda rec: ops.unrevert(rec, self.name, force=force), end_open=False
+            lambda rec: ops.unrevert(rec, self.name, force=force, merge=merge, dry_run=dry_run),
+            end_open=False,
         )
 
     def _take_back(
@@ -432,7 +488,7 @@ class Session:
         elif (not end_open if join is None else join) and current is not None:
             rec = dataclasses.replace(rec, join=(self.name, current.n))
         result = op(rec)
-        if not result.nothing:
+        if not result.nothing and not result.dry_run:
             ws.announce_restore(
                 result.kind,
                 self.name,

@@ -348,9 +348,13 @@ def _report(ctx: Ctx, e: TakebackError) -> int:
             print(f"  put it all back with: takeback rewind --to {e.undo_id[:10]}", file=sys.stderr)
     elif isinstance(e, ConflictError):
         lines = _conflict_lines(e)
-        if len(lines) == len(e.conflicts) + 1:
+        if e.regions:
+            lines[-1] = "nothing was written; --merge=markers writes conflict markers there"
+        elif len(lines) == len(e.conflicts) + 1:
             # The library's closing line speaks of its argument; people type an option.
-            lines[-1] = "nothing was written; use --force to overwrite"
+            lines[-1] = "nothing was written; use --force to overwrite" + (
+                " (or --merge to keep both sides' edits)" if "merge" in lines[-1] else ""
+            )
         for line in lines:
             print(f"takeback: {line}", file=sys.stderr)
     else:

@@ -29,19 +29,22 @@ unrevert brings back the whole turn.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._fs import check_relpath
-from ..errors import UsageError
+from ..errors import ConflictError, UsageError
 from ..model import Entry, PlanAction, decode_state, encode_state
 from ..store import OpRow, Store
 from . import _engine as engine
 from ._engine import same
+from ._merge import MergePlan, Region, merge_moves, refusal_lines
+from ._patch import file_patch
 from ._rewind import target_scope
-from ._snapshot import Recording, take
+from ._snapshot import Recording, scan, take
 from ._treediff import diff_trees, lookup
 
 if TYPE_CHECKING:
@@ -69,6 +72,11 @@ class TurnOpResult:
         ref: for a one-file undo, the ref of the state it went back to (``turn:N``, or
             the id of the snapshot before a command step).
         session: the session whose turns it acted on.
+        dry_run: nothing was written and no snapshot taken: ``actions`` is the plan.
+        merged: the paths whose state written (or, in a dry run, to write) is a
+            three-way merge of the file now, the record and the state taken back to.
+        markers: the paths written with conflict markers, and their regions.
+        preview: in a dry run, the unified diff from each merged file now to its merge.
     """
 
     kind: str
@@ -82,6 +90,10 @@ class TurnOpResult:
     actions: dict[str, PlanAction] = field(default_factory=dict)
     ref: str | None = None
     session: str | None = None
+    dry_run: bool = False
+    merged: list[str] = field(default_factory=list)
+    markers: dict[str, list[Region]] = field(default_factory=dict)
+    preview: bytes = b""
 
     def summary(self) -> str:
         """One line for people, naming the session and turns it acted on.
@@ -91,12 +103,21 @@ class TurnOpResult:
         if self.nothing:
             return f"Nothing to {self.kind}."
         count = f"Files restored: {len(self.restored)}."
+        if self.dry_run:
+            count = f"Files it would write: {len(self.actions)}."
+        if self.merged:
+            count += f" Merged: {len(self.merged)}."
+        if self.markers:
+            count += f" With conflict markers: {len(self.markers)}."
         named = self.session is not None
         of = f" of session {self.session!r}" if named else ""
         in_ = f" in session {self.session!r}" if named else ""
         if self.kind == "undo-file":
-            return f"Put back as before {self.ref}{in_}. {count}"
+            would = "Would put" if self.dry_run else "Put"
+            return f"{would} back as before {self.ref}{in_}. {count}"
         done = _DONE.get(self.kind, self.kind.capitalize())
+        if self.dry_run:
+            done = f"Would {self.kind}"
         if not self.turns:
             return f"{done}{in_}. {count}"
         word = "turn" if len(self.turns) == 1 else "turns"
@@ -116,6 +137,10 @@ class TurnOpResult:
             "actions": self.actions,
             "ref": self.ref,
             "session": self.session,
+            "dry_run": self.dry_run,
+            "merged": self.merged,
+            "markers": {p: [r.to_json() for r in rs] for p, rs in self.markers.items()},
+            "preview": self.preview.decode("utf-8", "replace"),
         }
 
 
@@ -123,6 +148,10 @@ _DONE = {"undo": "Undid", "redo": "Redid", "revert": "Reverted", "unrevert": "Un
 
 #: (path, state the record says is there now, state to write)
 _Pair = tuple[str, Entry | None, Entry | None]
+
+#: How a take-back treats a file changed since its record: refuse (False), merge and
+#: refuse where regions conflict (True), or write conflict markers there ("markers").
+MergeOption = bool | Literal["markers"]
 
 
 @dataclass(frozen=True)
@@ -166,6 +195,9 @@ def _run(
     record_as: str | None = None,
     record_state: str = "active",
     created: Callable[[str], bool] | None = None,
+    merge: MergeOption = False,
+    labels: tuple[str, str] = ("record", "target"),
+    dry_run: bool = False,
 ) -> TurnOpResult:
     """Snapshot, check, write through the engine, and record one operation (under the lock).
 
@@ -189,27 +221,71 @@ def _run(
         created: whether the record says the source created a path (what it writes
             there is nothing): its own output is removed even where the target's rules
             ignore it.
+        merge: a file not as the record says is merged (:mod:`._merge`): the record's
+            state is the base, the file now one side, the state to write the other;
+            ``"markers"`` writes a merge with conflicts too, with conflict markers.
+        labels: the conflict markers' names of the record's state and the state to write.
+        dry_run: plan only: no snapshot is taken and nothing is written or recorded.
 
     Raises:
-        ConflictError: a path is not as the record says, and ``force`` is false.
+        ConflictError: a path is not as the record says, and ``force`` is false (with
+            ``merge``: a path cannot be merged, or, without markers, its merge has
+            conflicting regions, which the error names).
         StoreCorruptError: the store cannot give back what would be overwritten.
         RestoreError: some writes failed; the op is recorded with what was written.
     """
     store, opts = rec.store, rec.options
+    if merge and force:
+        raise UsageError("merge and force do not go together: force overwrites, merge keeps")
     previous = store.read_journal()
-    pre = take(
-        rec,
-        kind=f"pre-{kind}",
-        session=session,
-        message=f"before {kind} of turn(s) {', '.join(map(str, turns))}",
-    )
+    if dry_run:
+        pre = None
+        now_tree = scan(store, opts).tree
+    else:
+        pre = take(
+            rec,
+            kind=f"pre-{kind}",
+            session=session,
+            message=f"before {kind} of turn(s) {', '.join(map(str, turns))}",
+        )
+        now_tree = pre.tree
     if callable(pairs):
-        pairs = pairs(pre.tree)
-    moves = engine.moves_from(store, pre.tree, pairs, created=created)
+        pairs = pairs(now_tree)
+    moves = engine.moves_from(store, now_tree, pairs, created=created)
     scope = target_scope(store, opts, target_tree) if target_tree else None
     checked = engine.check(store, moves, force=force, target_scope=scope)
+    merged: MergePlan | None = None
+    if merge and checked.conflicts:
+        merged = merge_moves(
+            moves,
+            checked.conflicts,
+            lambda e: store.objects.get(e.oid),
+            labels=("now", *labels),
+            markers=merge == "markers",
+        )
+        lines = list(refusal_lines(merged, describe, markers=merge == "markers"))
+        if lines:
+            raise ConflictError(
+                "\n".join(lines)
+                + "\nnothing was written"
+                + (" (merge with markers writes them into the files)" if merged.regions else ""),
+                conflicts=sorted(set(merged.unmerged) | set(merged.regions)),
+                regions={p: [r.to_json() for r in rs] for p, rs in merged.regions.items()},
+            )
+        moves = merged.moves
+        checked = engine.check(store, moves, target_scope=scope)
     if checked.conflicts and not force:
-        engine.refuse_conflicts(checked, describe)
+        engine.refuse_conflicts(
+            checked, describe, hint="merge keeps both sides' edits, force overwrites"
+        )
+    marked = {p: list(rs) for p, rs in merged.regions.items()} if merged else {}
+    merged_paths = sorted(merged.data) if merged else []
+    if pre is None:
+        return _planned(store, kind, turns, session, checked, merged, marked)
+    if merged is not None:
+        for data_ in merged.data.values():
+            store.objects.put("blob", data_)
+        store.objects.flush()
     journal: dict[str, Any] = {
         "op": kind,
         "session": session,
@@ -235,15 +311,20 @@ def _run(
         paths += [p for p in done.already if p in planned]
         if isinstance(previous.get("pre"), str):
             first_pre = previous["pre"]
-    writes = {p: w for p, _e, w in pairs}
+    writes = {m.path: m.write for m in moves}
     wrote = {p: encode_state(writes[p]) for p in paths if p in writes}
+    kept: dict[str, Any] = {**data, "paths": sorted(set(paths)), "wrote": wrote}
+    if merged_paths:
+        # What it wrote there is a merge, not the record's state: the way back (redo,
+        # unrevert) expects the merge and gives back the file as it was before.
+        kept["merged"] = [p for p in merged_paths if p in wrote]
     with store.meta.tx():
         op_id = store.meta.add_op(
             session,
             record_as or kind,
             turns,
             first_pre,
-            {**data, "paths": sorted(set(paths)), "wrote": wrote},
+            kept,
             time.time(),
         )
         if record_state != "active":
@@ -266,6 +347,48 @@ def _run(
         left=done.left,
         actions=actions,
         session=session,
+        merged=[p for p in merged_paths if p in wrote],
+        markers={p: rs for p, rs in marked.items() if p in wrote},
+    )
+
+
+def _planned(
+    store: Store,
+    kind: str,
+    turns: list[int],
+    session: str,
+    checked: engine.Checked,
+    merged: MergePlan | None,
+    marked: dict[str, list[Region]],
+) -> TurnOpResult:
+    """The result of a dry run: the plan, and the diff each merge would write."""
+    actions: dict[str, PlanAction] = {
+        m.path: "A" if m.write is None else "D" if m.now is None else "M" for m in checked.todo
+    }
+    preview: list[bytes] = []
+    names: list[str] = []
+    if merged is not None:
+        data = {hashlib.sha256(d).hexdigest(): d for d in merged.data.values()}
+
+        def read(e: Entry) -> bytes:
+            return data[e.oid] if e.oid in data else store.objects.get(e.oid)
+
+        for m in checked.todo:
+            if m.path in merged.data:
+                names.append(m.path)
+                preview.append(file_patch(m.path, m.now, m.write, read))
+    return TurnOpResult(
+        kind,
+        turns,
+        None,
+        not_restored=list(checked.not_restored),
+        left=dict(checked.left),
+        actions=actions,
+        session=session,
+        dry_run=True,
+        merged=names,
+        markers={p: rs for p, rs in marked.items() if p in actions},
+        preview=b"".join(preview),
     )
 
 
@@ -276,6 +399,8 @@ def undo(
     turn: int | None = None,
     file: str | None = None,
     force: bool = False,
+    merge: MergeOption = False,
+    dry_run: bool = False,
 ) -> TurnOpResult:
     """Take back a turn (the last one that changed something, or ``turn``), or one file of it.
 
@@ -286,6 +411,8 @@ def undo(
             ``file``, the last done turn that changed it).
         file: take back only this path (relative to the root) of the turn.
         force: overwrite files changed since the turn.
+        merge: merge files changed since the turn (see :func:`_run`).
+        dry_run: plan only (nothing is written, no snapshot is taken).
 
     Raises:
         ConflictError: a file changed after the turn (and ``force`` is false).
@@ -343,11 +470,45 @@ def undo(
             data={"file": file},
             on_done=on_done,
             created=lambda _p: True,  # nothing there before: the turn's own
+            merge=merge,
+            labels=(f"turn {n}", f"before turn {n}"),
+            dry_run=dry_run,
         )
 
 
-def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
+def _merged_back(
+    store: Store, data: dict[str, Any], pre: str | None
+) -> tuple[dict[str, Entry | None], str | None]:
+    """What an op that merged wrote at each merged path, and the tree before it.
+
+    The way back from a merge is not the record's state (the merge kept edits that the
+    record does not hold) but the file as it was before the op: the snapshot taken then
+    keeps it. Returns ({path: the merge written there}, that snapshot's tree).
+    """
+    wrote = data.get("wrote") if isinstance(data.get("wrote"), dict) else {}
+    assert isinstance(wrote, dict)
+    paths = [p for p in data.get("merged") or () if isinstance(p, str) and p in wrote]
+    if not paths:
+        return {}, None
+    tree = _tree_of(store, pre)
+    if tree is None:
+        raise UsageError(f"the snapshot taken before the merge ({pre}) is missing")
+    return {p: decode_state(wrote[p]) for p in paths}, tree
+
+
+def redo(
+    rec: Recording,
+    session: str,
+    *,
+    force: bool = False,
+    merge: MergeOption = False,
+    dry_run: bool = False,
+) -> TurnOpResult:
     """Bring back what the last undo still to be redone took back.
+
+    A file the undo merged (it kept edits made since the turn) is expected to hold that
+    merge, and goes back to what it held when the undo began: the turn's hunks and the
+    edits both.
 
     Raises:
         ConflictError: a file changed since the undo (and ``force`` is false).
@@ -362,7 +523,9 @@ def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
         op = ops[0]
         op_id, turns, pre, data = op.id, op.turns, op.pre, op.data
         if op.kind == "undo-file":
-            return _redo_file(rec, session, op_id, pre, data, force=force)
+            return _redo_file(
+                rec, session, op_id, pre, data, force=force, merge=merge, dry_run=dry_run
+            )
         n = turns[0]
         file = data.get("file")
         # Only what that undo took back: files an earlier `undo --file` restored, or that
@@ -379,23 +542,41 @@ def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
             if file is None:
                 meta.set_turn_state(session, n, "done")
 
+        merged, pre_tree = _merged_back(store, data, pre)
+        get_tree = store.objects.get_tree
         return _run(
             rec,
             session,
             "redo",
             [n],
-            [(p, before, after) for p, before, after in changes],
+            [
+                (p, merged[p], lookup(get_tree, pre_tree, p))
+                if p in merged and pre_tree
+                else (p, before, after)
+                for p, before, after in changes
+            ],
             force=force,
             describe=lambda p: f"{p} changed after the undo of turn {n}",
             target_tree=_tree_of(store, pre),
             prune=False,
             data={"undo_op": op_id, "file": file},
             on_done=on_done,
+            merge=merge,
+            labels=(f"undo of turn {n}", f"turn {n}"),
+            dry_run=dry_run,
         )
 
 
 def _redo_file(
-    rec: Recording, session: str, op_id: int, pre: str | None, data: dict[str, Any], *, force: bool
+    rec: Recording,
+    session: str,
+    op_id: int,
+    pre: str | None,
+    data: dict[str, Any],
+    *,
+    force: bool,
+    merge: MergeOption,
+    dry_run: bool,
 ) -> TurnOpResult:
     """Bring back what a one-file undo took back: the file as it was when the undo began."""
     store = rec.store
@@ -420,10 +601,21 @@ def _redo_file(
         prune=False,
         data={"undo_op": op_id, "file": data.get("file")},
         on_done=lambda meta: meta.set_op_state(op_id, "redone"),
+        merge=merge,
+        labels=("its undo", "before its undo"),
+        dry_run=dry_run,
     )
 
 
-def revert(rec: Recording, session: str, *, to_turn: int, force: bool = False) -> TurnOpResult:
+def revert(
+    rec: Recording,
+    session: str,
+    *,
+    to_turn: int,
+    force: bool = False,
+    merge: MergeOption = False,
+    dry_run: bool = False,
+) -> TurnOpResult:
     """Take back every turn after ``to_turn`` at once (or move a standing revert there).
 
     Each file goes back to its state before the first of those turns changed it (the
@@ -447,7 +639,9 @@ def revert(rec: Recording, session: str, *, to_turn: int, force: bool = False) -
             )
         standing = store.meta.ops(session, kind="revert", state="active")
         if standing:
-            return _move_revert(rec, session, all_turns, standing[0], to_turn, force)
+            return _move_revert(
+                rec, session, all_turns, standing[0], to_turn, force, merge, dry_run
+            )
         turns = [t for t in all_turns if t.n > to_turn and t.state == "done"]
         if not turns:
             return TurnOpResult("revert", [], None, nothing=True, session=session)
@@ -478,11 +672,24 @@ def revert(rec: Recording, session: str, *, to_turn: int, force: bool = False) -
             data={"to_turn": to_turn},
             on_done=on_done,
             created=lambda _p: True,  # nothing there before: the turn's own
+            merge=merge,
+            labels=(
+                f"turn {nums[-1]}" if len(nums) == 1 else f"turns {nums[0]}-{nums[-1]}",
+                f"turn {to_turn}" if to_turn else "before turn 1",
+            ),
+            dry_run=dry_run,
         )
 
 
 def _move_revert(
-    rec: Recording, session: str, all_turns: list[_Turn], op: OpRow, to_turn: int, force: bool
+    rec: Recording,
+    session: str,
+    all_turns: list[_Turn],
+    op: OpRow,
+    to_turn: int,
+    force: bool,
+    merge: MergeOption,
+    dry_run: bool,
 ) -> TurnOpResult:
     """Move a standing revert to ``to_turn``: the state that turn left, exactly."""
     store = rec.store
@@ -529,11 +736,23 @@ def _move_revert(
         on_done=on_done,
         record_as="revert-move",
         record_state="final",
+        merge=merge,
+        labels=(f"revert to turn {old_to}", f"turn {to_turn}" if to_turn else "before turn 1"),
+        dry_run=dry_run,
     )
 
 
-def unrevert(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
+def unrevert(
+    rec: Recording,
+    session: str,
+    *,
+    force: bool = False,
+    merge: MergeOption = False,
+    dry_run: bool = False,
+) -> TurnOpResult:
     """Put back what the standing revert took back, as the files were when it began.
+
+    A file the revert merged is expected to hold that merge.
 
     Raises:
         ConflictError: a file changed since the revert.
@@ -543,7 +762,7 @@ def unrevert(rec: Recording, session: str, *, force: bool = False) -> TurnOpResu
         ops = store.meta.ops(session, kind="revert", state="active")
         if not ops:
             return TurnOpResult("unrevert", [], None, nothing=True, session=session)
-        op_id, turns, pre = ops[0].id, ops[0].turns, ops[0].pre
+        op_id, turns, pre, op_data = ops[0].id, ops[0].turns, ops[0].pre, ops[0].data
         pre_tree = _tree_of(store, pre)
         if pre_tree is None:
             raise UsageError(f"the snapshot taken before the revert ({pre}) is missing")
@@ -552,6 +771,8 @@ def unrevert(rec: Recording, session: str, *, force: bool = False) -> TurnOpResu
             for p, before, _after in _changes(store, session, n):
                 first.setdefault(p, before)
         get_tree = store.objects.get_tree
+        merged, _tree = _merged_back(store, op_data, pre)
+        first.update({p: e for p, e in merged.items() if p in first})
 
         def on_done(meta: MetaStore) -> None:
             meta.set_op_state(op_id, "unreverted")
@@ -570,6 +791,9 @@ def unrevert(rec: Recording, session: str, *, force: bool = False) -> TurnOpResu
             prune=False,
             data={"revert_op": op_id},
             on_done=on_done,
+            merge=merge,
+            labels=("the revert", "before the revert"),
+            dry_run=dry_run,
         )
 
 
@@ -671,7 +895,14 @@ def _last_recorded(
 
 
 def undo_file(
-    rec: Recording, session: str, path: str, *, force: bool = False, open_turn: int | None = None
+    rec: Recording,
+    session: str,
+    path: str,
+    *,
+    force: bool = False,
+    open_turn: int | None = None,
+    merge: MergeOption = False,
+    dry_run: bool = False,
 ) -> TurnOpResult:
     """Put one file back as it was before the session first changed it.
 
@@ -713,6 +944,9 @@ def undo_file(
             data={"file": path},
             on_done=lambda meta: None,
             created=lambda _p: True,
+            merge=merge,
+            labels=(source or "the record", f"before {ref}"),
+            dry_run=dry_run,
         )
         result.ref = ref
         return result
