@@ -48,10 +48,11 @@ takes any part of it back. Call `checkpoint` before a risky change; `history` li
 sessions, turns and steps; `changes` and `diff` show what changed; `undo_file`,
 `undo_turn`, `redo` and `rewind` take changes back (every one of them takes a snapshot
 first, so it can itself be taken back). A file edited since your change (by a person) is
-a conflict: `merge: true` takes back only your hunks and keeps their edits. Refs: a snapshot id (or a prefix of 4+ hex
-digits), `start` (the session's baseline), a step number `N` (the state before step N),
-or `turn:N` (the state before turn N). `rewind` only plans unless `dry_run` is false.
-Without `session`, a tool uses the server's session, or else the newest one."""
+a conflict: `merge: true` takes back only your hunks and keeps their edits. Refs: a
+snapshot id (or a prefix of 4+ hex digits), `start` (the session's baseline), a step
+number `N` (the state before step N), or `turn:N` (the state before turn N). `rewind`
+only plans unless `dry_run` is false. Without `session`, a tool uses the server's
+session, or else the newest one."""
 
 
 @dataclass(frozen=True)

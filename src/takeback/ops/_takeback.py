@@ -29,6 +29,7 @@ unrevert brings back the whole turn.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from collections.abc import Callable
@@ -270,7 +271,10 @@ def _run(
                 + "\nnothing was written"
                 + (" (merge with markers writes them into the files)" if merged.regions else ""),
                 conflicts=sorted(set(merged.unmerged) | set(merged.regions)),
-                regions={p: [r.to_json() for r in rs] for p, rs in merged.regions.items()},
+                regions={
+                    p: [dataclasses.replace(r, markers=None).to_json() for r in rs]
+                    for p, rs in merged.regions.items()
+                },
             )
         moves = merged.moves
         checked = engine.check(store, moves, target_scope=scope)
