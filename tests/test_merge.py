@@ -18,10 +18,12 @@ import pytest
 from mcp import ClientSession
 
 import takeback
-from takeback.errors import ConflictError, UsageError
+from takeback.errors import ConflictError, RestoreError, UsageError
+from takeback.store import Store
 
 from .conftest import CLI, files_state, write
 from .test_mcp import Call, serve
+from .test_restore_engine import killed_child, recovery, run_printed
 
 LINES = [f"line {i}: something to keep\n" for i in range(1, 21)]
 BEFORE = "".join(LINES)
@@ -386,3 +388,81 @@ def test_mcp_undo_turn_and_redo_take_merge(ws_dir: Path, store_dir: Path) -> Non
         assert "<<<<<<< now\n" in (ws_dir / "a.py").read_text()
 
     serve(ws_dir, store_dir, body)
+
+
+# -- the engine's rules hold for a merge ---------------------------------------------------
+
+_KILL_AFTER_FIRST_WRITE = """
+import os, signal, sys, takeback
+from takeback._fs import SafeRoot
+root, store = sys.argv[1:3]
+real = SafeRoot.write_file
+def write_file(self, rel, data, mode):
+    real(self, rel, data, mode)
+    os.kill(os.getpid(), signal.SIGKILL)
+SafeRoot.write_file = write_file
+with takeback.Workspace(root, store=store) as ws:
+    ws.session("s").undo(merge=True)
+"""
+
+
+def test_a_merged_undo_killed_half_way_is_finished_by_the_printed_command(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
+    agent_turn(
+        ws_dir,
+        store_dir,
+        {name: (BEFORE.encode(), AGENT.encode()) for name in ("a.py", "b.py", "c.py")},
+    )
+    for name in ("a.py", "b.py", "c.py"):
+        write(ws_dir, name, PERSON)
+    killed_child(_KILL_AFTER_FIRST_WRITE, str(ws_dir), str(store_dir))
+    texts = [(ws_dir / n).read_text() for n in ("a.py", "b.py", "c.py")]
+    assert sorted(texts) == [EXPECTED, PERSON, PERSON]  # one merge written
+    finish, _back = recovery(tb)
+    assert finish[-1] == "--merge"
+    run_printed(tb, finish)
+    assert [(ws_dir / n).read_text() for n in ("a.py", "b.py", "c.py")] == [EXPECTED] * 3
+    tb("--session", "s", "redo")
+    assert [(ws_dir / n).read_text() for n in ("a.py", "b.py", "c.py")] == [PERSON] * 3
+
+
+def test_an_edit_saved_while_the_merge_is_written_is_kept(
+    ws_dir: Path, store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The merged bytes are written only over the file they were merged from: the
+    engine's check by hash just before the write sees a save that landed after the merge
+    (made here at the one moment between the plan and the writes: the journal's write)."""
+    setup_edit(ws_dir, store_dir)
+    late = PERSON + "a line saved while the undo ran\n"
+    real = Store.write_journal
+
+    def write_journal(self: Store, doc: dict[str, Any]) -> None:
+        real(self, doc)
+        write(ws_dir, "a.py", late)
+
+    monkeypatch.setattr(Store, "write_journal", write_journal)
+    with takeback.Workspace(ws_dir, store=store_dir) as ws:
+        with pytest.raises(RestoreError) as err:
+            ws.session("s").undo(merge=True)
+    assert err.value.failed == ["a.py"]
+    assert err.value.left == {"a.py": "changed during the operation"}
+    assert (ws_dir / "a.py").read_text() == late
+
+
+def test_a_standing_revert_moves_with_merge(ws_dir: Path, store_dir: Path) -> None:
+    setup_edit(ws_dir, store_dir)  # turn 1, then the person's line 17
+    turn2 = edit(PERSON, 8, "line 8: turn 2\n")
+    with takeback.Workspace(ws_dir, store=store_dir) as ws:
+        session = ws.session("s")
+        with session.turn("a second turn") as turn:
+            turn.touch("a.py")
+            write(ws_dir, "a.py", turn2)
+        session.revert(to_turn=1)
+        assert (ws_dir / "a.py").read_text() == PERSON
+        write(ws_dir, "a.py", edit(PERSON, 20, "line 20: person\n"))
+        with pytest.raises(ConflictError):
+            session.revert(to_turn=0)
+        done = session.revert(to_turn=0, merge=True)
+        assert done.merged == ["a.py"]
+        assert (ws_dir / "a.py").read_text() == edit(BEFORE, 20, "line 20: person\n")

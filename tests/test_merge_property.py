@@ -9,7 +9,8 @@ written to the disk after it, and ``Session.undo(merge=True)`` runs.
 
 Where no chunk was rewritten by both, every file must end up exactly as the file before
 the turn with the person's rewrites applied at their chunks: computed from the chunks,
-not by a merge, and checked against ``git merge-file`` on the same three versions too.
+not by a merge, and checked against ``git merge-file`` on the same three versions too;
+redo must then give back every file exactly as the person left it.
 Where some chunk was, the undo must write nothing (the folder is byte for byte as the
 person left it) and name exactly those chunks' lines in the files as they are.
 """
@@ -163,6 +164,9 @@ def run_undo(docs_: list[Doc], *, overlap: bool) -> None:
                     assert got == v.expected, name
                     git = git_merge_file(scratch, v.person, v.turn, v.before)
                     assert git == got, name
+                # Redo brings back the turn's rewrites and keeps the person's.
+                session.redo()
+                assert files_state(root) == left
                 return
             with pytest.raises(ConflictError) as err:
                 session.undo(merge=True)

@@ -251,15 +251,17 @@ def recovery_commands(root: str, journal: dict[str, Any]) -> tuple[str | None, s
     raw = journal.get("data")
     data: dict[str, Any] = raw if isinstance(raw, dict) else {}
     turns = journal.get("turns") or []
+    merge = data.get("merge")
+    how = ["--merge=markers"] if merge == "markers" else ["--merge"] if merge else []
     if op == "rewind" and journal.get("target"):
         finish = cmd("rewind", "--to", str(journal["target"])[:10], paths=journal.get("paths"))
     elif op == "undo" and turns:
         extra = ["--file", os.path.join(root, str(journal["file"]))] if journal.get("file") else []
-        finish = cmd(*where, "undo", "--turn", turns[0], *extra)
+        finish = cmd(*where, "undo", "--turn", turns[0], *extra, *how)
     elif op in ("redo", "unrevert"):
-        finish = cmd(*where, op)
+        finish = cmd(*where, op, *how)
     elif op == "revert" and "to_turn" in data:
-        finish = cmd(*where, "revert", "--to-turn", data["to_turn"])
+        finish = cmd(*where, "revert", "--to-turn", data["to_turn"], *how)
     return finish, back
 
 

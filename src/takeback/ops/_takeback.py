@@ -300,7 +300,8 @@ def _run(
     done = engine.apply(
         store,
         checked,
-        journal={**journal, "data": data},
+        # A merge is named, so that the command that finishes an interrupted one merges too.
+        journal={**journal, "data": {**data, "merge": merge} if merge else data},
         pre=pre.id,
         folder_modes=target_tree,
         prune_to=target_tree if prune else None,
