@@ -25,6 +25,13 @@ to the state before the first revert began.
 An operation killed half way and run again finishes the first run's work: it finds that
 run's journal, and records the paths the first run wrote as its own, so that redo or
 unrevert brings back the whole turn.
+
+With ``merge``, a file changed since its record is not a conflict but a three-way merge
+(:mod:`._merge`), whose bytes are stored and become that path's state to write; the op
+records which paths it merged, and the way back (redo, unrevert) expects the merge there
+and writes the file as the snapshot before the op has it. With ``dry_run``, the moves
+are planned against a scan (no snapshot is recorded) and returned, with the diff each
+merge would write; nothing is written.
 """
 
 from __future__ import annotations
