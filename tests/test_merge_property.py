@@ -55,7 +55,7 @@ class Doc:
 
 @st.composite
 def docs(draw: st.DrawFn, *, overlap: bool) -> Doc:
-    n = draw(st.integers(2, 9))
+    n = draw(st.integers(3 if overlap else 2, 9))
     bom, final_newline = draw(st.booleans()), draw(st.booleans())
     roles: list[str] = []
     for i in range(n):
