@@ -19,6 +19,7 @@ from mcp import ClientSession
 
 import takeback
 from takeback.errors import ConflictError, RestoreError, UsageError
+from takeback.ops._merge import merge_text
 from takeback.store import Store
 
 from .conftest import CLI, files_state, write
@@ -466,3 +467,47 @@ def test_a_standing_revert_moves_with_merge(ws_dir: Path, store_dir: Path) -> No
         done = session.revert(to_turn=0, merge=True)
         assert done.merged == ["a.py"]
         assert (ws_dir / "a.py").read_text() == edit(BEFORE, 20, "line 20: person\n")
+
+
+def test_the_mode_merges_as_the_text_does(ws_dir: Path, store_dir: Path) -> None:
+    write(ws_dir, "run.sh", BEFORE, 0o644)
+    with takeback.Workspace(ws_dir, store=store_dir) as ws:
+        session = ws.session("s")
+        with session.turn("make it runnable") as turn:
+            turn.touch("run.sh")
+            write(ws_dir, "run.sh", AGENT, 0o755)
+        write(ws_dir, "run.sh", PERSON)  # keeps the turn's mode
+        session.undo(merge=True)
+        assert (ws_dir / "run.sh").read_text() == EXPECTED
+        assert (ws_dir / "run.sh").stat().st_mode & 0o777 == 0o644
+        session.redo()
+        assert (ws_dir / "run.sh").stat().st_mode & 0o777 == 0o755
+
+
+# -- the merge itself ----------------------------------------------------------------------
+
+
+def test_markers_in_a_crlf_file_whose_clashing_last_line_has_no_end() -> None:
+    base = b"a\r\nb\r\nlast"
+    merged = merge_text(base, b"a\r\nb\r\nmine", b"a\r\nb\r\ntheirs", labels=("now", "r", "t"))
+    assert merged is not None
+    assert merged.data == (
+        b"a\r\nb\r\n<<<<<<< now\r\nmine\r\n||||||| r\r\nlast\r\n=======\r\ntheirs\r\n>>>>>>> t\r\n"
+    )
+    assert [r.to_json() for r in merged.regions] == [
+        {"now": [3, 3], "record": [3, 3], "target": [3, 3], "markers": [3, 9]}
+    ]
+    assert merge_text(b"\0bin", b"x", b"y", labels=("now", "r", "t")) is None
+
+
+def test_a_region_only_one_side_deleted_and_a_change_both_made_alike_merge_cleanly() -> None:
+    base = b"1\n2\n3\n4\n5\n6\n7\n"
+    ours = b"1\n2\n3\n4\n5\n6\n7\nmore\n"  # appended
+    theirs = b"1\n5\n6\n7\n"  # lines 2-4 gone
+    merged = merge_text(base, ours, theirs, labels=("now", "r", "t"))
+    assert merged is not None and merged.regions == ()
+    assert merged.data == b"1\n5\n6\n7\nmore\n"
+    alike = merge_text(
+        base, b"1\nX\n3\n4\n5\n6\n7\n", b"1\nX\n3\n4\n5\n6\n", labels=("a", "b", "c")
+    )
+    assert alike is not None and alike.data == b"1\nX\n3\n4\n5\n6\n"
