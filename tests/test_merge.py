@@ -511,3 +511,44 @@ def test_a_region_only_one_side_deleted_and_a_change_both_made_alike_merge_clean
         base, b"1\nX\n3\n4\n5\n6\n7\n", b"1\nX\n3\n4\n5\n6\n", labels=("a", "b", "c")
     )
     assert alike is not None and alike.data == b"1\nX\n3\n4\n5\n6\n"
+
+
+# -- every take-back that merges takes its snapshot first ----------------------------------
+
+
+def _merging_ops(session: takeback.Session) -> dict[str, Any]:
+    """Each take-back of turn 1 (whose file has a person's edit since), merging."""
+    return {
+        "undo": lambda: session.undo(merge=True),
+        "undo --turn --file": lambda: session.undo(turn=1, file="a.py", merge=True),
+        "undo_file": lambda: session.undo_file("a.py", merge=True),
+        "revert": lambda: session.revert(to_turn=0, merge=True),
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["undo", "undo --turn --file", "undo_file", "revert", "redo", "unrevert"]
+)
+def test_each_merging_take_back_is_recorded_with_a_snapshot_before_it(
+    ws_dir: Path, store_dir: Path, name: str
+) -> None:
+    setup_edit(ws_dir, store_dir)
+    with takeback.Workspace(ws_dir, store=store_dir) as ws:
+        session = ws.session("s")
+        if name in ("redo", "unrevert"):
+            first = session.revert(to_turn=0, merge=True) if name == "unrevert" else None
+            if first is None:
+                session.undo(merge=True)
+            write(ws_dir, "a.py", edit(EXPECTED, 10, "line 10: after the take-back\n"))
+            op = session.redo if name == "redo" else session.unrevert
+            with pytest.raises(ConflictError):
+                op()
+            result = op(merge=True)
+        else:
+            result = _merging_ops(session)[name]()
+        assert result.merged == ["a.py"]
+        assert result.pre is not None
+        kept = ws.show(result.pre, "a.py")
+        after = (ws_dir / "a.py").read_bytes()
+        ws.rewind(result.pre)
+        assert (ws_dir / "a.py").read_bytes() == kept != after
