@@ -179,14 +179,16 @@ def test_the_commands_dry_run_prints_the_plan_and_writes_nothing(
     record_three_turns(ws_dir, store_dir)
     write(ws_dir, "tests/test_app.py", "# mine\n")
     before = files_state(ws_dir)
-    out = tb("undo", "--turn", "2", "--dry-run", "--session", "agent").stdout
+    # It exits as the real undo would: 3, the conflicts refuse it (after the plan).
+    out = tb("undo", "--turn", "2", "--dry-run", "--session", "agent", check=3).stdout
     assert out.splitlines() == [
         "Would undo turn 2 of session 'agent'. Files it would restore: 1. Conflicts: 1.",
         "  M src/app.py",
         "  conflict: tests/test_app.py changed after turn 2",
-        "dry run: nothing was written (the conflicts refuse it; --force overwrites)",
+        "dry run: nothing was written"
+        " (the conflicts refuse it; --merge keeps both sides' edits, --force overwrites)",
     ]
-    planned = json.loads(tb("revert", "--to-turn", "1", "--dry-run", "--json").stdout)
+    planned = json.loads(tb("revert", "--to-turn", "1", "--dry-run", "--json", check=3).stdout)
     assert planned["dry_run"] is True and planned["conflicts"] == ["tests/test_app.py"]
     assert planned["why"] == {"tests/test_app.py": "tests/test_app.py changed after turn 2"}
     for args in (("redo",), ("unrevert",), ("undo", "--file", "README.md")):

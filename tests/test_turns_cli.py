@@ -265,6 +265,9 @@ def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path
         "session": "default",
         "dry_run": False,
         "why": {},
+        "merged": [],
+        "markers": {},
+        "preview": "",
     }
     doc = as_json(tb("redo", "--json"))
     assert doc["op"] == "redo" and doc["restored"] == ["a.txt", "b.txt"]

@@ -349,6 +349,7 @@ class Session:
         file: str | os.PathLike[str] | None = None,
         force: bool = False,
         end_open: bool = True,
+        merge: ops.MergeOption = False,
         dry_run: bool = False,
     ) -> ops.TurnOpResult:
         """Take back the last turn (or ``turn``, or one ``file`` of it).
@@ -364,8 +365,16 @@ class Session:
             end_open: false when the agent itself asks (over MCP): its open turn is the
                 reply asking, and the last turn is the last one ended; what the undo
                 writes joins that open turn (undo of the reply takes it back too).
-            dry_run: only plan: the result says what would be written and what conflicts
-                (``why`` names each), and nothing is written, not even a snapshot.
+            merge: a file changed since the turn is merged instead of refused: the
+                turn's hunks are taken back, the edits since kept (``merged`` in the
+                result). Where both changed the same lines nothing is written and the
+                ``ConflictError`` names the regions, unless ``"markers"``: then those
+                files get conflict markers (``markers`` in the result).
+            dry_run: plan only: nothing is written and no snapshot is taken; the result
+                says what would be written (``restored``, ``actions``), what conflicts
+                (``conflicts``, with ``why`` naming each, merge regions included; a dry
+                run returns them instead of raising) and ``preview``, the diff each merge
+                would write.
 
         Returns:
             What was restored, and the snapshot taken before (``pre``); ``nothing`` when
@@ -381,7 +390,9 @@ class Session:
         # is for the engine to refuse, not a reason to look elsewhere.
         rel = ws.rel(file, follow=False) if file is not None else None
         return self._take_back(
-            lambda rec: ops.undo(rec, self.name, turn=turn, file=rel, force=force, dry_run=dry_run),
+            lambda rec: ops.undo(
+                rec, self.name, turn=turn, file=rel, force=force, merge=merge, dry_run=dry_run
+            ),
             end_open=end_open,
             dry_run=dry_run,
         )
@@ -392,6 +403,7 @@ class Session:
         *,
         force: bool = False,
         end_open: bool = True,
+        merge: ops.MergeOption = False,
         dry_run: bool = False,
     ) -> ops.TurnOpResult:
         """Put one file back as it was before the session first changed it.
@@ -408,7 +420,8 @@ class Session:
                 not): the snapshot taken before keeps the edit.
             end_open: false when the agent itself asks (over MCP), inside its reply: the
                 open turn stays open, and what the undo writes joins it.
-            dry_run: only plan (see :meth:`undo`).
+            merge: merge the file when it changed since (as :meth:`undo`).
+            dry_run: plan only (as :meth:`undo`).
 
         Returns:
             What was restored (``kind`` is ``undo-file``), and the snapshot taken before.
@@ -429,6 +442,7 @@ class Session:
                 rel,
                 force=force,
                 open_turn=rec.join[1] if rec.join else None,
+                merge=merge,
                 dry_run=dry_run,
             ),
             end_open=end_open,
@@ -436,53 +450,71 @@ class Session:
         )
 
     def redo(
-        self, *, force: bool = False, join_open: bool = False, dry_run: bool = False
+        self,
+        *,
+        force: bool = False,
+        join_open: bool = False,
+        merge: ops.MergeOption = False,
+        dry_run: bool = False,
     ) -> ops.TurnOpResult:
         """Bring back what the last undo took back (undo after undo, redo walks forward).
 
+        A file the undo merged goes back to what it held when the undo began (the turn's
+        hunks, and the edits the merge kept).
+
         Args:
             force: overwrite files changed since the undo.
+            merge: merge files changed since the undo (as :meth:`undo`).
+            dry_run: plan only (as :meth:`undo`).
             join_open: the agent itself asks (over MCP), inside its reply: what the redo
                 writes joins the session's open turn.
-            dry_run: only plan (see :meth:`undo`).
 
         Raises:
             ConflictError: a file changed since the undo; nothing was written.
         """
         return self._take_back(
-            lambda rec: ops.redo(rec, self.name, force=force, dry_run=dry_run),
+            lambda rec: ops.redo(rec, self.name, force=force, merge=merge, dry_run=dry_run),
             end_open=False,
             join=join_open,
             dry_run=dry_run,
         )
 
     def revert(
-        self, *, to_turn: int, force: bool = False, dry_run: bool = False
+        self,
+        *,
+        to_turn: int,
+        force: bool = False,
+        merge: ops.MergeOption = False,
+        dry_run: bool = False,
     ) -> ops.TurnOpResult:
         """Take back every turn after ``to_turn`` at once (0: every turn).
 
-        ``dry_run``: only plan (see :meth:`undo`).
+        ``merge`` and ``dry_run`` as for :meth:`undo`.
 
         Raises:
             ConflictError: a file changed after the turn that last changed it.
             UsageError: ``to_turn`` is not 0 or a turn of the session.
         """
         return self._take_back(
-            lambda rec: ops.revert(rec, self.name, to_turn=to_turn, force=force, dry_run=dry_run),
+            lambda rec: ops.revert(
+                rec, self.name, to_turn=to_turn, force=force, merge=merge, dry_run=dry_run
+            ),
             end_open=True,
             dry_run=dry_run,
         )
 
-    def unrevert(self, *, force: bool = False, dry_run: bool = False) -> ops.TurnOpResult:
+    def unrevert(
+        self, *, force: bool = False, merge: ops.MergeOption = False, dry_run: bool = False
+    ) -> ops.TurnOpResult:
         """Put back what the last revert took back, as it was when the revert began.
 
-        ``dry_run``: only plan (see :meth:`undo`).
+        ``merge`` and ``dry_run`` as for :meth:`undo`.
 
         Raises:
             ConflictError: a file changed since the revert.
         """
         return self._take_back(
-            lambda rec: ops.unrevert(rec, self.name, force=force, dry_run=dry_run),
+            lambda rec: ops.unrevert(rec, self.name, force=force, merge=merge, dry_run=dry_run),
             end_open=False,
             dry_run=dry_run,
         )
@@ -515,7 +547,7 @@ class Session:
         elif (not end_open if join is None else join) and current is not None:
             rec = dataclasses.replace(rec, join=(self.name, current.n))
         result = op(rec)
-        if not result.nothing:
+        if not result.nothing and not result.dry_run:
             ws.announce_restore(
                 result.kind,
                 self.name,

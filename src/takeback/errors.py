@@ -127,13 +127,31 @@ class ScanError(TakebackError):
 
 
 class ConflictError(TakebackError):
-    """Files changed since the operation's record of them; nothing was written."""
+    """Files changed since the operation's record of them; nothing was written.
+
+    ``regions``: for a take-back that merged, each file's regions that both sides
+    changed, as line ranges (``now``, ``record``, ``target``: ``[first, last]``).
+    """
 
     exit_code = 3
 
-    def __init__(self, message: str, *, conflicts: Sequence[str]) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        conflicts: Sequence[str],
+        regions: dict[str, list[dict[str, Any]]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.conflicts = list(conflicts)
+        self.regions = dict(regions or {})
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the machine form; ``regions`` is there when a merge named some."""
+        doc = super().to_json()
+        if self.regions:
+            doc["regions"] = self.regions
+        return doc
 
 
 class RestoreError(TakebackError):

@@ -252,15 +252,17 @@ def recovery_commands(root: str, journal: dict[str, Any]) -> tuple[str | None, s
     raw = journal.get("data")
     data: dict[str, Any] = raw if isinstance(raw, dict) else {}
     turns = journal.get("turns") or []
+    merge = data.get("merge")
+    how = ["--merge=markers"] if merge == "markers" else ["--merge"] if merge else []
     if op == "rewind" and journal.get("target"):
         finish = cmd("rewind", "--to", str(journal["target"])[:10], paths=journal.get("paths"))
     elif op == "undo" and turns:
         extra = ["--file", os.path.join(root, str(journal["file"]))] if journal.get("file") else []
-        finish = cmd(*where, "undo", "--turn", turns[0], *extra)
+        finish = cmd(*where, "undo", "--turn", turns[0], *extra, *how)
     elif op in ("redo", "unrevert"):
-        finish = cmd(*where, op)
+        finish = cmd(*where, op, *how)
     elif op == "revert" and "to_turn" in data:
-        finish = cmd(*where, "revert", "--to-turn", data["to_turn"])
+        finish = cmd(*where, "revert", "--to-turn", data["to_turn"], *how)
     return finish, back
 
 
@@ -349,9 +351,13 @@ def _report(ctx: Ctx, e: TakebackError) -> int:
             print(f"  put it all back with: takeback rewind --to {e.undo_id[:10]}", file=sys.stderr)
     elif isinstance(e, ConflictError):
         lines = _conflict_lines(e)
-        if len(lines) == len(e.conflicts) + 1:
+        if e.regions:
+            lines[-1] = "nothing was written; --merge=markers writes conflict markers there"
+        elif len(lines) == len(e.conflicts) + 1:
             # The library's closing line speaks of its argument; people type an option.
-            lines[-1] = "nothing was written; use --force to overwrite"
+            lines[-1] = "nothing was written; use --force to overwrite" + (
+                " (or --merge to keep both sides' edits)" if "merge" in lines[-1] else ""
+            )
         for line in lines:
             print(f"takeback: {line}", file=sys.stderr)
     else:

@@ -1,11 +1,11 @@
-"""CLI layer: ``takeback redo [--force] [--dry-run]``."""
+"""CLI layer: ``takeback redo [--force | --merge[=markers]] [--dry-run]``."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
 
-from ._turnops import report
+from ._turnops import add_take_back_arguments, merge_option, report
 
 if TYPE_CHECKING:
     from ._app import Ctx
@@ -15,13 +15,11 @@ HELP = "bring back what the last undo took back"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("--force", action="store_true", help="overwrite files changed since")
-    p.add_argument(
-        "--dry-run", action="store_true", help="print what it would do, and the conflicts"
-    )
+    add_take_back_arguments(p)
 
 
 def run(ctx: Ctx) -> int:
     """Redo and report."""
     session = ctx.workspace().session(ctx.session)
-    return report(ctx, session.redo(force=ctx.args.force, dry_run=ctx.args.dry_run))
+    result = session.redo(force=ctx.args.force, merge=merge_option(ctx), dry_run=ctx.args.dry_run)
+    return report(ctx, result)

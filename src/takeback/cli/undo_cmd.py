@@ -1,4 +1,4 @@
-"""CLI layer: ``takeback undo [--turn N] [--file PATH] [--force] [--dry-run]``."""
+"""CLI layer: ``takeback undo [--turn N] [--file PATH] [--force | --merge] [--dry-run]``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ._app import number
-from ._turnops import report
+from ._turnops import add_take_back_arguments, merge_option, report
 
 if TYPE_CHECKING:
     from ._app import Ctx
@@ -18,10 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
     p.add_argument("--turn", type=number, default=None, metavar="N")
     p.add_argument("--file", default=None, metavar="PATH")
-    p.add_argument("--force", action="store_true", help="overwrite files changed since")
-    p.add_argument(
-        "--dry-run", action="store_true", help="print what it would do, and the conflicts"
-    )
+    add_take_back_arguments(p)
 
 
 def run(ctx: Ctx) -> int:
@@ -32,7 +29,10 @@ def run(ctx: Ctx) -> int:
     if file is not None and ctx.args.turn is None:
         # One file, back to before the session first changed it (the library's one-file
         # undo, the same as MCP undo_file); with --turn, that turn's change of it.
-        return report(ctx, session.undo_file(file, force=ctx.args.force, dry_run=ctx.args.dry_run))
+        result = session.undo_file(
+            file, force=ctx.args.force, merge=merge_option(ctx), dry_run=ctx.args.dry_run
+        )
+        return report(ctx, result)
     open_turn = session.current_turn() if ctx.args.dry_run and ctx.args.turn is None else None
     if open_turn is not None:
         ctx.warn(
@@ -40,6 +40,10 @@ def run(ctx: Ctx) -> int:
             "this dry run plans from the turns that ended"
         )
     result = session.undo(
-        turn=ctx.args.turn, file=file, force=ctx.args.force, dry_run=ctx.args.dry_run
+        turn=ctx.args.turn,
+        file=file,
+        force=ctx.args.force,
+        merge=merge_option(ctx),
+        dry_run=ctx.args.dry_run,
     )
     return report(ctx, result)

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ParamSpec, cast
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 
+#: The tools' ``merge`` argument: false (refuse a file changed since), true (merge it), or
+#: "markers" (merge, writing conflict markers where both changed the same lines).
+Merge = bool | Literal["markers"]
+
 #: a diff's patch is cut here (an agent's context is not the place for a huge patch)
 MAX_PATCH_CHARS = 200_000
 
@@ -43,10 +47,12 @@ takeback records what happens to this workspace (sessions, turns, steps, snapsho
 takes any part of it back. Call `checkpoint` before a risky change; `history` lists
 sessions, turns and steps; `changes` and `diff` show what changed; `undo_file`,
 `undo_turn`, `redo` and `rewind` take changes back (every one of them takes a snapshot
-first, so it can itself be taken back). Refs: a snapshot id (or a prefix of 4+ hex
-digits), `start` (the session's baseline), a step number `N` (the state before step N),
-or `turn:N` (the state before turn N). `rewind` only plans unless `dry_run` is false.
-Without `session`, a tool uses the server's session, or else the newest one."""
+first, so it can itself be taken back). A file edited since your change (by a person) is
+a conflict: `merge: true` takes back only your hunks and keeps their edits. Refs: a
+snapshot id (or a prefix of 4+ hex digits), `start` (the session's baseline), a step
+number `N` (the state before step N), or `turn:N` (the state before turn N). `rewind`
+only plans unless `dry_run` is false. Without `session`, a tool uses the server's
+session, or else the newest one."""
 
 
 @dataclass(frozen=True)
@@ -264,13 +270,15 @@ class _Tools:
             }
 
     @_encodable
-    def undo_file(self, path: str, session: str | None, force: bool = False) -> dict[str, Any]:
+    def undo_file(
+        self, path: str, session: str | None, force: bool = False, merge: Merge = False
+    ) -> dict[str, Any]:
         with self.workspace() as ws:
             s = self.session(ws, session)
             rel = ws.rel(path, follow=False)
             # The agent asking is in its own open turn: it stays open, and what the undo
             # writes joins it (as undo_turn).
-            result = s.undo_file(rel, force=force, end_open=False)
+            result = s.undo_file(rel, force=force, end_open=False, merge=merge)
             action = result.actions.get(rel)
             what = {
                 "M": "restored",
@@ -280,6 +288,10 @@ class _Tools:
             }[action]
             if action is None and rel in result.left:
                 what = f"left as it is ({result.left[rel]})"
+            elif rel in result.markers:
+                what = "written with conflict markers where both changed the same lines"
+            elif rel in result.merged:
+                what = "merged (the session's hunks taken back, the edits since kept)"
             return {
                 **result.to_json(),
                 "session": s.name,
@@ -292,16 +304,16 @@ class _Tools:
 
     @_encodable
     def turn_op(
-        self, kind: str, turn: int | None, force: bool, session: str | None
+        self, kind: str, turn: int | None, force: bool, session: str | None, merge: Merge = False
     ) -> dict[str, Any]:
         with self.workspace() as ws:
             s = self.session(ws, session)
             # The agent asking is in its own open turn (the reply that asks): what it means
             # is the last turn that ended, so the open one is left alone.
             result = (
-                s.undo(turn=turn, force=force, end_open=False)
+                s.undo(turn=turn, force=force, end_open=False, merge=merge)
                 if kind == "undo"
-                else s.redo(force=force, join_open=True)
+                else s.redo(force=force, join_open=True, merge=merge)
             )
             return {**result.to_json(), "session": s.name, "message": result.summary()}
 
@@ -372,31 +384,44 @@ def build_server(config: ServerConfig) -> MCPServer:
 
     @server.tool(annotations=writing)
     @_tool_errors
-    def undo_file(path: str, session: str | None = None, force: bool = False) -> dict[str, Any]:
+    def undo_file(
+        path: str, session: str | None = None, force: bool = False, merge: Merge = False
+    ) -> dict[str, Any]:
         """Put one file back as it was before the session first changed it.
 
         A file the session created is deleted. A file changed since the session's last
-        change to it (a person's edit) is a conflict unless ``force``. A snapshot is taken
-        before writing; what it writes is part of your current reply (its turn).
+        change to it (a person's edit) is a conflict unless ``force`` (which overwrites
+        the edit) or ``merge`` (true: take back the session's hunks and keep the edit;
+        where both changed the same lines nothing is written and the error names them;
+        "markers": write conflict markers there instead). A snapshot is taken before
+        writing; what it writes is part of your current reply (its turn).
         """
-        return tools.undo_file(path, session, force)
+        return tools.undo_file(path, session, force, merge)
 
     @server.tool(annotations=writing)
     @_tool_errors
     def undo_turn(
-        turn: int | None = None, force: bool = False, session: str | None = None
+        turn: int | None = None,
+        force: bool = False,
+        session: str | None = None,
+        merge: Merge = False,
     ) -> dict[str, Any]:
         """Take back the last turn (or turn N): each file it changed goes back.
 
-        Files changed since the turn are conflicts and nothing is written, unless force.
+        Files changed since the turn are conflicts and nothing is written, unless force
+        (overwrite them) or merge (true: take back the turn's hunks and keep the edits
+        since; where both changed the same lines nothing is written and the error names
+        the lines; "markers": write conflict markers there instead).
         """
-        return tools.turn_op("undo", turn, force, session)
+        return tools.turn_op("undo", turn, force, session, merge)
 
     @server.tool(annotations=writing)
     @_tool_errors
-    def redo(force: bool = False, session: str | None = None) -> dict[str, Any]:
-        """Bring back what the last undo took back."""
-        return tools.turn_op("redo", None, force, session)
+    def redo(
+        force: bool = False, session: str | None = None, merge: Merge = False
+    ) -> dict[str, Any]:
+        """Bring back what the last undo took back (merge: as for undo_turn)."""
+        return tools.turn_op("redo", None, force, session, merge)
 
     @server.tool(annotations=writing)
     @_tool_errors

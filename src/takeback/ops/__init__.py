@@ -2,7 +2,8 @@
 
 Every operation that writes the workspace builds moves for the one restore engine
 (``_engine``): rewind (``_rewind``), and undo, one-file undo, redo, revert and unrevert
-(``_takeback``). Turns and their change lists are ``_turns``.
+(``_takeback``), which with ``merge`` replaces a conflict's move by a three-way merge
+(``_merge``). Turns and their change lists are ``_turns``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote
 from ._refs import Resolved, resolve
 from ._rewind import RewindOutcome, rewind
 from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
-from ._takeback import TurnOpResult, recorded_state, redo, revert, undo, undo_file, unrevert
+from ._takeback import (
+    MergeOption,
+    TurnOpResult,
+    recorded_state,
+    redo,
+    revert,
+    undo,
+    undo_file,
+    unrevert,
+)
 from ._treediff import diff_trees, lookup, under
 from ._turns import (
     begin_turn,
@@ -30,6 +40,7 @@ __all__ = [
     "DiffResult",
     "FileDiff",
     "LineStat",
+    "MergeOption",
     "Options",
     "Recording",
     "Resolved",

@@ -312,15 +312,22 @@ def check(
     return out
 
 
-def refuse_conflicts(checked: Checked, describe: Callable[[str], str]) -> None:
+def refuse_conflicts(
+    checked: Checked, describe: Callable[[str], str], *, hint: str = "force overwrites"
+) -> None:
     """Raise the conflict error for a check that found conflicts (nothing is written).
+
+    Args:
+        checked: the check that found them.
+        describe: the line naming a conflicting path.
+        hint: what the person may do instead, in the last line's parentheses.
 
     Raises:
         ConflictError: always, naming each path.
     """
     lines = [describe(p) for p in checked.conflicts]
     raise ConflictError(
-        "\n".join(lines) + "\nnothing was written (force overwrites)", conflicts=checked.conflicts
+        "\n".join(lines) + f"\nnothing was written ({hint})", conflicts=checked.conflicts
     )
 
 

@@ -71,9 +71,13 @@ def _git_mode(e: Entry) -> str:
     return "100755" if e.mode & 0o111 else "100644"
 
 
-def _lines(data: bytes) -> list[bytes]:
-    # Only LF ends a line, as in git: ``bytes.splitlines`` also splits on a bare CR, and a
-    # patch cut there does not apply (nor do its line counts match git's).
+def split_lines(data: bytes) -> list[bytes]:
+    """Return a text's lines, each with its LF (the last may have none); they join back whole.
+
+    Only LF ends a line, as in git: ``bytes.splitlines`` also splits on a bare CR, and a
+    patch cut there does not apply (nor do its line counts match git's). A CR before the
+    LF and a byte-order mark stay part of their line, so joining gives the bytes back.
+    """
     lines = data.split(b"\n")
     last = lines.pop()
     out = [line + b"\n" for line in lines]
@@ -137,7 +141,7 @@ def text_diff(old: bytes | None, new: bytes | None) -> TextDiff:
     a, b = old or b"", new or b""
     if a == b or is_binary(a) or is_binary(b):
         return TextDiff([], [], [], False)
-    la, lb = _lines(a), _lines(b)
+    la, lb = split_lines(a), split_lines(b)
     blocks, approximate = _line_diff(la, lb)
     return TextDiff(la, lb, blocks, approximate)
 
@@ -183,6 +187,25 @@ def _line_diff(la: list[bytes], lb: list[bytes]) -> tuple[list[tuple[int, int, i
         budget = [EXACT_WORK]
         _anchored(a, b, budget, runs)
     return _blocks(runs, len(a), len(b)), approximate
+
+
+def matching_runs(old: list[bytes], new: list[bytes]) -> list[tuple[int, int, int]]:
+    """Return the equal runs of the one line diff as ``difflib`` gives matching blocks.
+
+    (i, j, n): ``old[i:i+n] == new[j:j+n]``, in order, ending with ``(len(old), len(new),
+    0)``; what a three-way merge aligns its sides with.
+    """
+    blocks, _approximate = _line_diff(old, new)
+    out: list[tuple[int, int, int]] = []
+    x = y = 0
+    for i1, i2, _j1, j2 in blocks:
+        if i1 > x:
+            out.append((x, y, i1 - x))
+        x, y = i2, j2
+    if len(old) > x:
+        out.append((x, y, len(old) - x))
+    out.append((len(old), len(new), 0))
+    return out
 
 
 def _match(a: list[int], x: int, b: list[int], y: int, n: int) -> int:

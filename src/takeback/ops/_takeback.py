@@ -25,21 +25,32 @@ to the state before the first revert began.
 An operation killed half way and run again finishes the first run's work: it finds that
 run's journal, and records the paths the first run wrote as its own, so that redo or
 unrevert brings back the whole turn.
+
+With ``merge``, a file changed since its record is not a conflict but a three-way merge
+(:mod:`._merge`), whose bytes are stored and become that path's state to write; the op
+records which paths it merged, and the way back (redo, unrevert) expects the merge there
+and writes the file as the snapshot before the op has it. With ``dry_run``, the moves
+are planned against a scan (no snapshot is recorded) and returned, with the diff each
+merge would write; nothing is written.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._fs import check_relpath
-from ..errors import UsageError
+from ..errors import ConflictError, UsageError
 from ..model import DIR, Entry, PlanAction, decode_state, encode_state
 from ..store import OpRow, Store
 from . import _engine as engine
 from ._engine import same
+from ._merge import MergePlan, Region, merge_moves, refusal_lines
+from ._patch import file_patch
 from ._rewind import target_scope
 from ._snapshot import Recording, scan, take
 from ._treediff import diff_trees, lookup
@@ -69,10 +80,16 @@ class TurnOpResult:
         ref: for a one-file undo, the ref of the state it went back to (``turn:N``, or
             the id of the snapshot before a command step).
         session: the session whose turns it acted on.
-        dry_run: true when it only planned: ``restored`` and ``actions`` are what it
-            would write, ``conflicts`` the paths changed since the record (refused
-            unless ``force``, which would overwrite them); no snapshot, nothing written.
-        why: for each conflict, the line that names it (``a.txt changed after turn 3``).
+        dry_run: it only planned: nothing was written and no snapshot taken;
+            ``restored`` and ``actions`` are what it would write, ``conflicts`` the paths
+            changed since the record (refused unless ``force``, which would overwrite
+            them; with ``merge``, those whose merge fails).
+        why: for each conflict, the line that names it (``a.txt changed after turn 3``,
+            and for a merge that fails, each region).
+        merged: the paths whose state written (or, in a dry run, to write) is a
+            three-way merge of the file now, the record and the state taken back to.
+        markers: the paths written with conflict markers, and their regions.
+        preview: in a dry run, the unified diff from each merged file now to its merge.
     """
 
     kind: str
@@ -88,6 +105,9 @@ class TurnOpResult:
     session: str | None = None
     dry_run: bool = False
     why: dict[str, str] = field(default_factory=dict)
+    merged: list[str] = field(default_factory=list)
+    markers: dict[str, list[Region]] = field(default_factory=dict)
+    preview: bytes = b""
 
     def summary(self) -> str:
         """One line for people, naming the session and turns it acted on.
@@ -101,14 +121,19 @@ class TurnOpResult:
             count = f"Files it would restore: {len(self.restored)}."
             if self.conflicts:
                 count += f" Conflicts: {len(self.conflicts)}."
+        if self.merged:
+            count += f" Merged: {len(self.merged)}."
+        if self.markers:
+            count += f" With conflict markers: {len(self.markers)}."
         named = self.session is not None
         of = f" of session {self.session!r}" if named else ""
         in_ = f" in session {self.session!r}" if named else ""
         if self.kind == "undo-file":
-            return f"Put back as before {self.ref}{in_}. {count}"
+            would = "Would put" if self.dry_run else "Put"
+            return f"{would} back as before {self.ref}{in_}. {count}"
         done = _DONE.get(self.kind, self.kind.capitalize())
         if self.dry_run:
-            done = f"Would {_VERB.get(self.kind, self.kind)}"
+            done = f"Would {self.kind}"
         if not self.turns:
             return f"{done}{in_}. {count}"
         word = "turn" if len(self.turns) == 1 else "turns"
@@ -130,14 +155,20 @@ class TurnOpResult:
             "session": self.session,
             "dry_run": self.dry_run,
             "why": self.why,
+            "merged": self.merged,
+            "markers": {p: [r.to_json() for r in rs] for p, rs in self.markers.items()},
+            "preview": self.preview.decode("utf-8", "replace"),
         }
 
 
 _DONE = {"undo": "Undid", "redo": "Redid", "revert": "Reverted", "unrevert": "Unreverted"}
-_VERB = {"undo-file": "put back"}
 
 #: (path, state the record says is there now, state to write)
 _Pair = tuple[str, Entry | None, Entry | None]
+
+#: How a take-back treats a file changed since its record: refuse (False), merge and
+#: refuse where regions conflict (True), or write conflict markers there ("markers").
+MergeOption = bool | Literal["markers"]
 
 
 @dataclass(frozen=True)
@@ -181,12 +212,11 @@ def _run(
     record_as: str | None = None,
     record_state: str = "active",
     created: Callable[[str], bool] | None = None,
+    merge: MergeOption = False,
+    labels: tuple[str, str] = ("record", "target"),
     dry_run: bool = False,
 ) -> TurnOpResult:
     """Snapshot, check, write through the engine, and record one operation (under the lock).
-
-    A dry run checks the same moves against a scan of the files now and stops there: no
-    snapshot, no journal, nothing written or recorded.
 
     Args:
         rec: the store (the caller holds its exclusive lock), options and event sink.
@@ -208,30 +238,78 @@ def _run(
         created: whether the record says the source created a path (what it writes
             there is nothing): its own output is removed even where the target's rules
             ignore it.
-        dry_run: only plan (see above).
+        merge: a file not as the record says is merged (:mod:`._merge`): the record's
+            state is the base, the file now one side, the state to write the other;
+            ``"markers"`` writes a merge with conflicts too, with conflict markers.
+        labels: the conflict markers' names of the record's state and the state to write.
+        dry_run: plan only: no snapshot is taken and nothing is written or recorded.
 
     Raises:
-        ConflictError: a path is not as the record says, and ``force`` is false.
+        ConflictError: a path is not as the record says, and ``force`` is false (with
+            ``merge``: a path cannot be merged, or, without markers, its merge has
+            conflicting regions, which the error names).
         StoreCorruptError: the store cannot give back what would be overwritten.
         RestoreError: some writes failed; the op is recorded with what was written.
     """
     store, opts = rec.store, rec.options
-    if dry_run:
-        return _plan(rec, session, kind, turns, pairs, force, describe, target_tree, created)
+    if merge and force:
+        raise UsageError("merge and force do not go together: force overwrites, merge keeps")
     previous = store.read_journal()
-    pre = take(
-        rec,
-        kind=f"pre-{kind}",
-        session=session,
-        message=f"before {kind} of turn(s) {', '.join(map(str, turns))}",
-    )
+    if dry_run:
+        pre = None
+        now_tree = scan(store, opts).tree
+    else:
+        pre = take(
+            rec,
+            kind=f"pre-{kind}",
+            session=session,
+            message=f"before {kind} of turn(s) {', '.join(map(str, turns))}",
+        )
+        now_tree = pre.tree
     if callable(pairs):
-        pairs = pairs(pre.tree)
-    moves = engine.moves_from(store, pre.tree, pairs, created=created)
+        pairs = pairs(now_tree)
+    moves = engine.moves_from(store, now_tree, pairs, created=created)
     scope = target_scope(store, opts, target_tree) if target_tree else None
     checked = engine.check(store, moves, force=force, target_scope=scope)
-    if checked.conflicts and not force:
-        engine.refuse_conflicts(checked, describe)
+    merged: MergePlan | None = None
+    why: dict[str, str] = {}
+    if merge and checked.conflicts:
+        merged = merge_moves(
+            moves,
+            checked.conflicts,
+            lambda e: store.objects.get(e.oid),
+            labels=("now", *labels),
+            markers=merge == "markers",
+        )
+        refused = list(refusal_lines(merged, describe, markers=merge == "markers"))
+        if refused and not dry_run:
+            raise ConflictError(
+                "\n".join(line for _p, line in refused)
+                + "\nnothing was written"
+                + (" (merge with markers writes them into the files)" if merged.regions else ""),
+                conflicts=sorted(set(merged.unmerged) | set(merged.regions)),
+                regions={
+                    p: [dataclasses.replace(r, markers=None).to_json() for r in rs]
+                    for p, rs in merged.regions.items()
+                },
+            )
+        for p, line in refused:
+            why[p] = f"{why[p]}; {line}" if p in why else line
+        moves = merged.moves
+        checked = engine.check(store, moves, target_scope=scope)
+    why = {p: why.get(p) or describe(p) for p in checked.conflicts}
+    if checked.conflicts and not force and not dry_run:
+        engine.refuse_conflicts(
+            checked, describe, hint="merge keeps both sides' edits, force overwrites"
+        )
+    marked = {p: list(rs) for p, rs in merged.regions.items()} if merged else {}
+    merged_paths = sorted(merged.data) if merged else []
+    if pre is None:
+        return _planned(store, kind, turns, session, checked, merged, marked, why)
+    if merged is not None:
+        for data_ in merged.data.values():
+            store.objects.put("blob", data_)
+        store.objects.flush()
     journal: dict[str, Any] = {
         "op": kind,
         "session": session,
@@ -242,7 +320,8 @@ def _run(
     done = engine.apply(
         store,
         checked,
-        journal={**journal, "data": data},
+        # A merge is named, so that the command that finishes an interrupted one merges too.
+        journal={**journal, "data": {**data, "merge": merge} if merge else data},
         pre=pre.id,
         folder_modes=target_tree,
         prune_to=target_tree if prune else None,
@@ -257,15 +336,20 @@ def _run(
         paths += [p for p in done.already if p in planned]
         if isinstance(previous.get("pre"), str):
             first_pre = previous["pre"]
-    writes = {p: w for p, _e, w in pairs}
+    writes = {m.path: m.write for m in moves}
     wrote = {p: encode_state(writes[p]) for p in paths if p in writes}
+    kept: dict[str, Any] = {**data, "paths": sorted(set(paths)), "wrote": wrote}
+    if merged_paths:
+        # What it wrote there is a merge, not the record's state: the way back (redo,
+        # unrevert) expects the merge and gives back the file as it was before.
+        kept["merged"] = [p for p in merged_paths if p in wrote]
     with store.meta.tx():
         op_id = store.meta.add_op(
             session,
             record_as or kind,
             turns,
             first_pre,
-            {**data, "paths": sorted(set(paths)), "wrote": wrote},
+            kept,
             time.time(),
         )
         if record_state != "active":
@@ -288,35 +372,41 @@ def _run(
         left=done.left,
         actions=actions,
         session=session,
-        why={p: describe(p) for p in checked.conflicts} if force else {},
+        why=why if force else {},
+        merged=[p for p in merged_paths if p in wrote],
+        markers={p: rs for p, rs in marked.items() if p in wrote},
     )
 
 
-def _plan(
-    rec: Recording,
-    session: str,
+def _planned(
+    store: Store,
     kind: str,
     turns: list[int],
-    pairs: list[_Pair] | Callable[[str], list[_Pair]],
-    force: bool,
-    describe: Callable[[str], str],
-    target_tree: str | None,
-    created: Callable[[str], bool] | None,
+    session: str,
+    checked: engine.Checked,
+    merged: MergePlan | None,
+    marked: dict[str, list[Region]],
+    why: dict[str, str],
 ) -> TurnOpResult:
-    """What :func:`_run` would write, checked by the engine against the files now."""
-    store, opts = rec.store, rec.options
-    now = scan(store, opts).tree
-    if callable(pairs):
-        pairs = pairs(now)
-    moves = engine.moves_from(store, now, pairs, created=created)
-    scope = target_scope(store, opts, target_tree) if target_tree else None
-    checked = engine.check(store, moves, force=force, target_scope=scope)
+    """The result of a dry run: the plan, its conflicts, and the diff each merge would write."""
     actions: dict[str, PlanAction] = {}
     restored = []
     for m in checked.todo:
         folder = any(e is not None and e.kind == DIR for e in (m.now, m.write))
         restored.append(m.path + "/" if folder else m.path)
         actions[m.path] = "A" if m.write is None else "D" if m.now is None else "M"
+    preview: list[bytes] = []
+    names: list[str] = []
+    if merged is not None:
+        data = {hashlib.sha256(d).hexdigest(): d for d in merged.data.values()}
+
+        def read(e: Entry) -> bytes:
+            return data[e.oid] if e.oid in data else store.objects.get(e.oid)
+
+        for m in checked.todo:
+            if m.path in merged.data:
+                names.append(m.path)
+                preview.append(file_patch(m.path, m.now, m.write, read))
     return TurnOpResult(
         kind,
         turns,
@@ -328,7 +418,10 @@ def _plan(
         actions=actions,
         session=session,
         dry_run=True,
-        why={p: describe(p) for p in checked.conflicts},
+        why=why,
+        merged=names,
+        markers={p: rs for p, rs in marked.items() if p in actions},
+        preview=b"".join(preview),
     )
 
 
@@ -339,6 +432,7 @@ def undo(
     turn: int | None = None,
     file: str | None = None,
     force: bool = False,
+    merge: MergeOption = False,
     dry_run: bool = False,
 ) -> TurnOpResult:
     """Take back a turn (the last one that changed something, or ``turn``), or one file of it.
@@ -350,7 +444,8 @@ def undo(
             ``file``, the last done turn that changed it).
         file: take back only this path (relative to the root) of the turn.
         force: overwrite files changed since the turn.
-        dry_run: only plan: what it would write, and the conflicts (nothing is written).
+        merge: merge files changed since the turn (see :func:`_run`).
+        dry_run: plan only (nothing is written, no snapshot is taken).
 
     Raises:
         ConflictError: a file changed after the turn (and ``force`` is false).
@@ -408,14 +503,45 @@ def undo(
             data={"file": file},
             on_done=on_done,
             created=lambda _p: True,  # nothing there before: the turn's own
+            merge=merge,
+            labels=(f"turn {n}", f"before turn {n}"),
             dry_run=dry_run,
         )
 
 
+def _merged_back(
+    store: Store, data: dict[str, Any], pre: str | None
+) -> tuple[dict[str, Entry | None], str | None]:
+    """What an op that merged wrote at each merged path, and the tree before it.
+
+    The way back from a merge is not the record's state (the merge kept edits that the
+    record does not hold) but the file as it was before the op: the snapshot taken then
+    keeps it. Returns ({path: the merge written there}, that snapshot's tree).
+    """
+    wrote = data.get("wrote") if isinstance(data.get("wrote"), dict) else {}
+    assert isinstance(wrote, dict)
+    paths = [p for p in data.get("merged") or () if isinstance(p, str) and p in wrote]
+    if not paths:
+        return {}, None
+    tree = _tree_of(store, pre)
+    if tree is None:
+        raise UsageError(f"the snapshot taken before the merge ({pre}) is missing")
+    return {p: decode_state(wrote[p]) for p in paths}, tree
+
+
 def redo(
-    rec: Recording, session: str, *, force: bool = False, dry_run: bool = False
+    rec: Recording,
+    session: str,
+    *,
+    force: bool = False,
+    merge: MergeOption = False,
+    dry_run: bool = False,
 ) -> TurnOpResult:
-    """Bring back what the last undo still to be redone took back (``dry_run``: only plan).
+    """Bring back what the last undo still to be redone took back.
+
+    A file the undo merged (it kept edits made since the turn) is expected to hold that
+    merge, and goes back to what it held when the undo began: the turn's hunks and the
+    edits both.
 
     Raises:
         ConflictError: a file changed since the undo (and ``force`` is false).
@@ -430,7 +556,9 @@ def redo(
         op = ops[0]
         op_id, turns, pre, data = op.id, op.turns, op.pre, op.data
         if op.kind == "undo-file":
-            return _redo_file(rec, session, op_id, pre, data, force=force, dry_run=dry_run)
+            return _redo_file(
+                rec, session, op_id, pre, data, force=force, merge=merge, dry_run=dry_run
+            )
         n = turns[0]
         file = data.get("file")
         # Only what that undo took back: files an earlier `undo --file` restored, or that
@@ -447,18 +575,27 @@ def redo(
             if file is None:
                 meta.set_turn_state(session, n, "done")
 
+        merged, pre_tree = _merged_back(store, data, pre)
+        get_tree = store.objects.get_tree
         return _run(
             rec,
             session,
             "redo",
             [n],
-            [(p, before, after) for p, before, after in changes],
+            [
+                (p, merged[p], lookup(get_tree, pre_tree, p))
+                if p in merged and pre_tree
+                else (p, before, after)
+                for p, before, after in changes
+            ],
             force=force,
             describe=lambda p: f"{p} changed after the undo of turn {n}",
             target_tree=_tree_of(store, pre),
             prune=False,
             data={"undo_op": op_id, "file": file},
             on_done=on_done,
+            merge=merge,
+            labels=(f"undo of turn {n}", f"turn {n}"),
             dry_run=dry_run,
         )
 
@@ -471,6 +608,7 @@ def _redo_file(
     data: dict[str, Any],
     *,
     force: bool,
+    merge: MergeOption,
     dry_run: bool,
 ) -> TurnOpResult:
     """Bring back what a one-file undo took back: the file as it was when the undo began."""
@@ -496,16 +634,22 @@ def _redo_file(
         prune=False,
         data={"undo_op": op_id, "file": data.get("file")},
         on_done=lambda meta: meta.set_op_state(op_id, "redone"),
+        merge=merge,
+        labels=("its undo", "before its undo"),
         dry_run=dry_run,
     )
 
 
 def revert(
-    rec: Recording, session: str, *, to_turn: int, force: bool = False, dry_run: bool = False
+    rec: Recording,
+    session: str,
+    *,
+    to_turn: int,
+    force: bool = False,
+    merge: MergeOption = False,
+    dry_run: bool = False,
 ) -> TurnOpResult:
     """Take back every turn after ``to_turn`` at once (or move a standing revert there).
-
-    ``dry_run``: only plan (nothing is written).
 
     Each file goes back to its state before the first of those turns changed it (the
     caller ends an open turn first). While a revert stands, the workspace goes to exactly
@@ -528,7 +672,9 @@ def revert(
             )
         standing = store.meta.ops(session, kind="revert", state="active")
         if standing:
-            return _move_revert(rec, session, all_turns, standing[0], to_turn, force, dry_run)
+            return _move_revert(
+                rec, session, all_turns, standing[0], to_turn, force, merge, dry_run
+            )
         turns = [t for t in all_turns if t.n > to_turn and t.state == "done"]
         if not turns:
             return TurnOpResult("revert", [], None, nothing=True, session=session)
@@ -559,6 +705,11 @@ def revert(
             data={"to_turn": to_turn},
             on_done=on_done,
             created=lambda _p: True,  # nothing there before: the turn's own
+            merge=merge,
+            labels=(
+                f"turn {nums[-1]}" if len(nums) == 1 else f"turns {nums[0]}-{nums[-1]}",
+                f"turn {to_turn}" if to_turn else "before turn 1",
+            ),
             dry_run=dry_run,
         )
 
@@ -570,6 +721,7 @@ def _move_revert(
     op: OpRow,
     to_turn: int,
     force: bool,
+    merge: MergeOption,
     dry_run: bool,
 ) -> TurnOpResult:
     """Move a standing revert to ``to_turn``: the state that turn left, exactly."""
@@ -617,16 +769,23 @@ def _move_revert(
         on_done=on_done,
         record_as="revert-move",
         record_state="final",
+        merge=merge,
+        labels=(f"revert to turn {old_to}", f"turn {to_turn}" if to_turn else "before turn 1"),
         dry_run=dry_run,
     )
 
 
 def unrevert(
-    rec: Recording, session: str, *, force: bool = False, dry_run: bool = False
+    rec: Recording,
+    session: str,
+    *,
+    force: bool = False,
+    merge: MergeOption = False,
+    dry_run: bool = False,
 ) -> TurnOpResult:
     """Put back what the standing revert took back, as the files were when it began.
 
-    ``dry_run``: only plan (nothing is written).
+    A file the revert merged is expected to hold that merge.
 
     Raises:
         ConflictError: a file changed since the revert.
@@ -636,7 +795,7 @@ def unrevert(
         ops = store.meta.ops(session, kind="revert", state="active")
         if not ops:
             return TurnOpResult("unrevert", [], None, nothing=True, session=session)
-        op_id, turns, pre = ops[0].id, ops[0].turns, ops[0].pre
+        op_id, turns, pre, op_data = ops[0].id, ops[0].turns, ops[0].pre, ops[0].data
         pre_tree = _tree_of(store, pre)
         if pre_tree is None:
             raise UsageError(f"the snapshot taken before the revert ({pre}) is missing")
@@ -645,6 +804,8 @@ def unrevert(
             for p, before, _after in _changes(store, session, n):
                 first.setdefault(p, before)
         get_tree = store.objects.get_tree
+        merged, _tree = _merged_back(store, op_data, pre)
+        first.update({p: e for p, e in merged.items() if p in first})
 
         def on_done(meta: MetaStore) -> None:
             meta.set_op_state(op_id, "unreverted")
@@ -663,6 +824,8 @@ def unrevert(
             prune=False,
             data={"revert_op": op_id},
             on_done=on_done,
+            merge=merge,
+            labels=("the revert", "before the revert"),
             dry_run=dry_run,
         )
 
@@ -771,6 +934,7 @@ def undo_file(
     *,
     force: bool = False,
     open_turn: int | None = None,
+    merge: MergeOption = False,
     dry_run: bool = False,
 ) -> TurnOpResult:
     """Put one file back as it was before the session first changed it.
@@ -780,7 +944,6 @@ def undo_file(
     operation left there): a person's edit since is a conflict (the caller ends an open
     turn first, or names it in ``open_turn``: the agent asking inside its reply, whose
     own writes to the file since its touch are what it holds now).
-    ``dry_run``: only plan (nothing is written).
 
     Raises:
         ConflictError: the file changed since the record's last word on it.
@@ -814,6 +977,8 @@ def undo_file(
             data={"file": path},
             on_done=lambda meta: None,
             created=lambda _p: True,
+            merge=merge,
+            labels=(source or "the record", f"before {ref}"),
             dry_run=dry_run,
         )
         result.ref = ref
