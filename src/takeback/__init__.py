@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     )
     from .model import Change, Entry, Plan, PlanItem, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
     from .ops import DiffResult, FileDiff, TurnOpResult
+    from .scan import ServicePaths, ServiceReply, Watcher, ask_service
     from .workspace import (
         DEFAULT_SESSION,
         RewindResult,
@@ -53,6 +54,8 @@ _WHERE = {
     "RootMismatchError": "errors",
     "ScanError": "errors",
     "Session": "workspace",
+    "ServicePaths": "scan",
+    "ServiceReply": "scan",
     "SessionInfo": "model",
     "SnapshotInfo": "model",
     "Step": "workspace",
@@ -66,7 +69,9 @@ _WHERE = {
     "TurnInfo": "model",
     "TurnOpResult": "ops",
     "UsageError": "errors",
+    "Watcher": "scan",
     "Workspace": "workspace",
+    "ask_service": "scan",
     "find_root": "workspace",
 }
 
@@ -85,6 +90,8 @@ __all__ = [
     "RewindResult",
     "RootMismatchError",
     "ScanError",
+    "ServicePaths",
+    "ServiceReply",
     "Session",
     "SessionInfo",
     "SnapshotInfo",
@@ -99,8 +106,10 @@ __all__ = [
     "TurnInfo",
     "TurnOpResult",
     "UsageError",
+    "Watcher",
     "Workspace",
     "__version__",
+    "ask_service",
     "find_root",
 ]
 
