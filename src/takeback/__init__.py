@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     )
     from .model import Change, Entry, Plan, PlanItem, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
     from .ops import DiffResult, FileDiff, TurnOpResult
-    from .scan import ServicePaths, ServiceReply, Watcher, ask_service
+    from .scan import ServicePaths, ServiceReply, ask_service
+    from .scan._watcher import Watcher
     from .workspace import (
         DEFAULT_SESSION,
         RewindResult,
@@ -69,7 +70,7 @@ _WHERE = {
     "TurnInfo": "model",
     "TurnOpResult": "ops",
     "UsageError": "errors",
-    "Watcher": "scan",
+    "Watcher": "scan._watcher",
     "Workspace": "workspace",
     "ask_service": "scan",
     "find_root": "workspace",

@@ -31,7 +31,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import ServicePaths, Watcher, ask_service
@@ -47,6 +47,8 @@ CLIENT_TIMEOUT = 1.0
 #: Set (to anything) in the service's environment: it also takes ``fault`` requests that
 #: make it behave as if its queue overflowed or the watch limit was reached (tests only).
 FAULTS_ENV = "TAKEBACK_SERVICE_FAULTS"
+#: ``0`` (or ``off``): hooks and ``watch`` do not start the service on demand.
+SERVICE_ENV = "TAKEBACK_SERVICE"
 
 
 def _lock_held(paths: ServicePaths) -> int | None:
@@ -114,8 +116,13 @@ def start(
     return None
 
 
-def ensure(root: str, store_path: str) -> bool:
-    """Start the service when none runs; never waits. Returns whether one was started."""
+def ensure(root: str, store_path: str, env: Mapping[str, str]) -> bool:
+    """Start the service when none runs; never waits. Returns whether one was started.
+
+    ``TAKEBACK_SERVICE=0`` (or ``off``) in ``env`` turns starting it on demand off.
+    """
+    if env.get(SERVICE_ENV, "").strip().lower() in ("0", "off", "no", "false"):
+        return False
     if not os.path.isdir(store_path) or running_pid(store_path) is not None:
         return False
     _spawn(root, store_path, ())

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
 
 SERVICE_DIR = "service"
 SOCKET_NAME = "sock"
@@ -137,6 +139,11 @@ def connect(store_path: str, timeout: float) -> socket.socket:
         ServiceError: no service listens there.
     """
     path = os.path.join(service_dir(store_path), SOCKET_NAME)
+    if not os.path.exists(path):
+        # Most scans run with no service: they learn so without loading ``socket``.
+        raise ServiceError("no service is running")
+    import socket
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
