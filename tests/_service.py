@@ -75,4 +75,3 @@ def full_tree(store: Store, opts: Options | None = None) -> str:
     tree = scanner.scan().tree
     store.objects.flush()
     return tree
-

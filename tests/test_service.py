@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from takeback.integrations import _service
 from takeback.ops import Options, scan
-from takeback.scan import ServicePaths
+from takeback.scan import ServicePaths, ask_service
 from takeback.store import Store
 
 from ._service import alive, full_tree, running_service, stop_for_good
@@ -265,10 +265,10 @@ def test_an_injected_overflow_and_the_watch_limit_mean_full_scans(
     tb: CLI, ws: Path, store_dir: Path, service: int
 ) -> None:
     _snap(tb)
-    _service.ask_service(str(store_dir), {"op": "fault", "kind": "overflow"})
+    ask_service(str(store_dir), {"op": "fault", "kind": "overflow"})
     assert _scan(tb) == {"mode": "full", "reason": "the inotify event queue overflowed"}
     assert _scan(tb)["mode"] == "service"
-    _service.ask_service(str(store_dir), {"op": "fault", "kind": "watch-limit"})
+    ask_service(str(store_dir), {"op": "fault", "kind": "watch-limit"})
     got = _scan(tb)
     assert got["mode"] == "full" and "max_user_watches" in got["reason"]
     doc = json.loads(tb("service", "status", "--json").stdout)

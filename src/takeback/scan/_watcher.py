@@ -270,7 +270,9 @@ class Watcher:
                 continue
             if not mask & F.ISDIR or child in self._exclude:
                 continue
-            if mask & (F.MOVED_FROM | F.DELETE | F.CREATE | F.MOVED_TO):
+            if mask & F.MOVED_FROM:
+                # Its watches would go on reporting it under this path: drop them (a
+                # removed folder's watches end by themselves, with IN_IGNORED).
                 self._unwatch_under(child)
             if mask & (F.CREATE | F.MOVED_TO) or (mask & F.ATTRIB and child not in self._path_wd):
                 self._watch_tree(child)
@@ -306,7 +308,7 @@ class Watcher:
         self.drain()
         new = self.gen
         self.gen += 1
-        if new - KEEP_MARKS > self.floor:
+        if new - KEEP_MARKS > self.floor + 64:  # now and then: it costs a pass
             self.floor = new - KEEP_MARKS
             self.floor_reason = "the last snapshot's mark is too old"
             self.dirty = {d: g for d, g in self.dirty.items() if g > self.floor}
