@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from takeback import ServicePaths, ask_service
 from takeback.integrations import _service
 from takeback.ops import Options, scan
-from takeback.scan import ServicePaths, ask_service
 from takeback.store import Store
 
 from ._service import alive, full_tree, running_service, stop_for_good

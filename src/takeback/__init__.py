@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     )
     from .model import Change, Entry, Plan, PlanItem, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
     from .ops import DiffResult, FileDiff, TurnOpResult
-    from .scan import ServicePaths, ServiceReply, ask_service
+    from .scan._service import ServicePaths, ServiceReply, ask_service
     from .scan._watcher import Watcher
     from .workspace import (
         DEFAULT_SESSION,
@@ -55,8 +55,8 @@ _WHERE = {
     "RootMismatchError": "errors",
     "ScanError": "errors",
     "Session": "workspace",
-    "ServicePaths": "scan",
-    "ServiceReply": "scan",
+    "ServicePaths": "scan._service",
+    "ServiceReply": "scan._service",
     "SessionInfo": "model",
     "SnapshotInfo": "model",
     "Step": "workspace",
@@ -72,7 +72,7 @@ _WHERE = {
     "UsageError": "errors",
     "Watcher": "scan._watcher",
     "Workspace": "workspace",
-    "ask_service": "scan",
+    "ask_service": "scan._service",
     "find_root": "workspace",
 }
 

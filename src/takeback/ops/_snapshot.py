@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import DIR, Entry, SnapshotInfo, encode_state
-from ..scan import CACHE_KEY, Mark, Scanner, ScanResult, changes_since
+from ..scan import CACHE_KEY, Scanner, ScanResult
 from ..store import Store
 
 DEFAULT_MAX_FILE_BYTES = 16 << 20
@@ -86,6 +86,8 @@ def scan(
     otherwise, or at any doubt, every folder is (``"full"``, ``result.reason`` says why).
     The new mark is asked for before anything is read, and kept with the new cache.
     """
+    from ..scan._service import Mark, changes_since
+
     meta = store.meta
     tag = _options_tag(opts)
     kept_raw = meta.get_kv(MARK_KEY)
