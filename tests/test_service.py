@@ -496,3 +496,31 @@ def test_a_prompt_hook_starts_the_service_and_later_calls_use_it(
         assert doc["questions"] >= 2  # the hooks' snapshots asked it
     finally:
         stop_for_good(store_dir, pid)
+
+
+def test_every_change_completed_before_a_question_is_in_its_answer(tmp_path: Path) -> None:
+    # The kernel queues an inotify event inside the file-system call, so a change whose
+    # call returned is in the queue when the watcher drains it: no wait, no settling.
+    from takeback import Watcher
+
+    root = tmp_path / "ws"
+    _seed_tree(root)
+    w = Watcher(str(root))
+    try:
+        w.start()
+        token = w.mark(None).token
+        folders = ["", "d0", "d1", "d1/s", "d2"]
+        for i in range(300):
+            folder = folders[i % len(folders)]
+            target = root / folder / f"f{i % 3}"
+            if i % 3 == 0:
+                target.write_bytes(b"%d" % i)
+            elif i % 3 == 1:
+                target.chmod(0o600 if i % 2 else 0o644)
+            else:
+                (root / folder / f"new{i}").mkdir()
+            got = w.mark(token)
+            assert got.dirs is not None and folder in got.dirs, (i, got)
+            token = got.token
+    finally:
+        w.close()
