@@ -524,3 +524,33 @@ def test_every_change_completed_before_a_question_is_in_its_answer(tmp_path: Pat
             token = got.token
     finally:
         w.close()
+
+
+def test_the_watch_limit_met_while_watching_means_full_scans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ENOSPC from inotify_add_watch cannot be made real without lowering a limit every
+    # process of this user shares: the call itself is made to fail, after two watches.
+    import errno
+
+    from takeback import Watcher
+
+    root = tmp_path / "ws"
+    _seed_tree(root)
+    w = Watcher(str(root))
+    real = w.ino.add_watch
+    calls = itertools.count()
+
+    def add_watch(path: str, mask: int) -> int:
+        if next(calls) >= 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return int(real(path, mask))
+
+    monkeypatch.setattr(w.ino, "add_watch", add_watch)
+    try:
+        w.start()
+        got = w.mark(w.mark(None).token)
+        assert got.dirs is None and "max_user_watches" in got.reason
+        assert w.stats().degraded is not None
+    finally:
+        w.close()
