@@ -554,3 +554,13 @@ def test_the_watch_limit_met_while_watching_means_full_scans(
         assert w.stats().degraded is not None
     finally:
         w.close()
+
+
+def test_status_and_stop_where_nothing_is_recorded(tb: CLI) -> None:
+    assert json.loads(tb("service", "status", "--json").stdout)["running"] is False
+    assert json.loads(tb("service", "stop", "--json").stdout) == {
+        "schema": 1,
+        "stopped": False,
+        "pid": None,
+    }
+    assert "no service is running" in tb("service", "status").stdout

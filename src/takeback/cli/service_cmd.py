@@ -75,7 +75,7 @@ def run(ctx: Ctx) -> int:
     """Start, stop, show or run the service."""
     import os
 
-    from ..errors import StoreMissingError, UsageError
+    from ..errors import UsageError
     from ..integrations import _service
 
     action = ctx.args.action
@@ -109,14 +109,12 @@ def run(ctx: Ctx) -> int:
             ctx.out(f"service already running (pid {pid})")
         return 0
     if not ws.has_store():
-        if action == "stop" or ctx.json:
+        if ctx.json:
             doc = {"running": False, "pid": None, "reason": "no store here"}
-            if ctx.json:
-                ctx.emit_json({**doc, "stopped": False} if action == "stop" else doc)
-            else:
-                ctx.out("no service is running")
-            return 0
-        raise StoreMissingError(f"no store for {ws.root}", path=ws.store_path)
+            ctx.emit_json({"stopped": False, "pid": None} if action == "stop" else doc)
+        else:
+            ctx.out("no service is running (nothing is recorded here)")
+        return 0
     if action == "stop":
         pid = _service.stop(ws.store_path)
         if ctx.json:
