@@ -405,16 +405,16 @@ def test_an_answer_that_is_not_understood_means_a_full_scan(
 
 def test_idle_and_periodic_full_scans(tb: CLI, ws: Path, store_dir: Path) -> None:
     _snap(tb)
-    with running_service(ws, store_dir, ["--idle-full", "1"]):
+    with running_service(ws, store_dir, ["--idle-full", "2.5"]):
         _snap(tb)
         assert _scan(tb)["mode"] == "service"
-        time.sleep(1.2)
+        time.sleep(2.7)
         got = _scan(tb)
         assert got["mode"] == "full" and "saw no snapshot" in got["reason"]
-    with running_service(ws, store_dir, ["--full-every", "1"]):
+    with running_service(ws, store_dir, ["--full-every", "2.5"]):
         _snap(tb)
         assert _scan(tb)["mode"] == "service"
-        time.sleep(1.2)
+        time.sleep(2.7)
         got = _scan(tb)
         assert got["mode"] == "full" and "a full scan is taken every" in got["reason"]
 

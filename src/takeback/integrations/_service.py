@@ -258,18 +258,14 @@ class _Service:
         got = self.watcher.mark(token)
         dirs, reason = got.dirs, got.reason
         if dirs is not None and idle > self.idle_full:
-            dirs, reason = (
-                None,
-                (
-                    f"the service saw no snapshot for {idle / 60:.0f} min; a full scan covers "
-                    "what inotify cannot see"
-                ),
+            dirs = None
+            reason = (
+                f"the service saw no snapshot for {_span(idle)}; a full scan covers "
+                "what inotify cannot see"
             )
         elif dirs is not None and now - self.last_full > self.full_every:
-            dirs, reason = (
-                None,
-                (f"a full scan is taken every {self.full_every / 60:.0f} min at least"),
-            )
+            dirs = None
+            reason = f"a full scan is taken every {_span(self.full_every)} at least"
         if dirs is None:
             self.last_full = now
         return {
@@ -331,6 +327,10 @@ class _Service:
 
     def gone(self) -> bool:
         return not os.path.isdir(self.root) or not os.path.isdir(self.paths.dir)
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def _bind(path: str) -> socket.socket:
