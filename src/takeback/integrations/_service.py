@@ -119,10 +119,13 @@ def start(
 def ensure(root: str, store_path: str, env: Mapping[str, str]) -> bool:
     """Start the service when none runs; never waits. Returns whether one was started.
 
-    ``TAKEBACK_SERVICE=0`` (or ``off``) in ``env`` turns starting it on demand off.
+    ``TAKEBACK_SERVICE=0`` (or ``off``) in ``env``, or in this process's own environment
+    (a harness calling the hook in-process with an environment of its own), turns
+    starting it on demand off.
     """
-    if env.get(SERVICE_ENV, "").strip().lower() in ("0", "off", "no", "false"):
-        return False
+    for where in (env, os.environ):
+        if where.get(SERVICE_ENV, "").strip().lower() in ("0", "off", "no", "false"):
+            return False
     if not os.path.isdir(store_path) or running_pid(store_path) is not None:
         return False
     _spawn(root, store_path, ())
