@@ -51,6 +51,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
         ("XDG_STATE_HOME", "state"),
     ):
         monkeypatch.setenv(var, str(home / sub))
+    # Hooks and watch start no watching service unless a test asks: none is left running.
+    monkeypatch.setenv("TAKEBACK_SERVICE", "0")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "t@example.invalid")

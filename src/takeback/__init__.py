@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     )
     from .model import Change, Entry, Plan, PlanItem, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
     from .ops import DiffResult, FileDiff, TurnOpResult
+    from .scan._service import ServicePaths, ServiceReply, ask_service
+    from .scan._watcher import Watcher
     from .workspace import (
         DEFAULT_SESSION,
         RewindResult,
@@ -53,6 +55,8 @@ _WHERE = {
     "RootMismatchError": "errors",
     "ScanError": "errors",
     "Session": "workspace",
+    "ServicePaths": "scan._service",
+    "ServiceReply": "scan._service",
     "SessionInfo": "model",
     "SnapshotInfo": "model",
     "Step": "workspace",
@@ -66,7 +70,9 @@ _WHERE = {
     "TurnInfo": "model",
     "TurnOpResult": "ops",
     "UsageError": "errors",
+    "Watcher": "scan._watcher",
     "Workspace": "workspace",
+    "ask_service": "scan._service",
     "find_root": "workspace",
 }
 
@@ -85,6 +91,8 @@ __all__ = [
     "RewindResult",
     "RootMismatchError",
     "ScanError",
+    "ServicePaths",
+    "ServiceReply",
     "Session",
     "SessionInfo",
     "SnapshotInfo",
@@ -99,8 +107,10 @@ __all__ = [
     "TurnInfo",
     "TurnOpResult",
     "UsageError",
+    "Watcher",
     "Workspace",
     "__version__",
+    "ask_service",
     "find_root",
 ]
 

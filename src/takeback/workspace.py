@@ -159,6 +159,9 @@ class Workspace:
         self.options = Options(max_file_bytes=max_file_bytes, exclude_env=exclude_env)
         self._store: Store | None = None
         self._listeners: list[Callable[[Event], None]] = []
+        #: how the last look at the files now (``status``, ``diff``) was scanned:
+        #: ``mode`` ("service" or "full") and ``reason``; None before the first
+        self.last_scan: dict[str, str] | None = None
 
     #: At most this many ``file.changed`` events for one step, turn or take-back; the rest
     #: are counted in one ``file.changed.more`` event (``more``: how many).
@@ -401,7 +404,9 @@ class Workspace:
     def _now_tree(self) -> str:
         store = self.open_store()
         with store.lock(exclusive=False):
-            return ops.scan(store, self.options).tree
+            result = ops.scan(store, self.options)
+        self.last_scan = {"mode": result.mode, "reason": result.reason}
+        return result.tree
 
     def status(self) -> list[FileDiff]:
         """Return what changed since the latest snapshot (files only)."""

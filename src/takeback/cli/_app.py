@@ -34,6 +34,7 @@ COMMANDS = {
     "touch": "touch_cmd",
     "adopt": "adopt_cmd",
     "ui": "ui_cmd",
+    "service": "service_cmd",
 }
 
 SCHEMA = 1

@@ -19,9 +19,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(ctx: Ctx) -> int:
     """Print the M/A/D lines."""
-    files = ctx.workspace().status()
+    ws = ctx.workspace()
+    files = ws.status()
     if ctx.json:
-        ctx.emit_json({"changes": [{"path": f.path, "status": f.status} for f in files]})
+        ctx.emit_json(
+            {
+                "changes": [{"path": f.path, "status": f.status} for f in files],
+                "scan": ws.last_scan,
+            }
+        )
         return 0
     for f in files:
         ctx.out(f"{f.status} {quote_path(f.path)}")

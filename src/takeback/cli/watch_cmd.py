@@ -60,6 +60,11 @@ def run(ctx: Ctx) -> int:
     named = getattr(ctx.args, "session", None) or os.environ.get("TAKEBACK_SESSION")
     session = named or watch_session(ws, cmd)
     sys.stdout.flush()
+    from ..integrations._service import ensure
+
+    # Its steps' snapshots then list only what changed (TAKEBACK_SERVICE=0: not started).
+    ws.open_store(create=True)
+    ensure(ws.root, ws.store_path, os.environ)
     result = run_watched(
         ws,
         cmd,

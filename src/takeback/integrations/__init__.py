@@ -7,6 +7,8 @@
 - ``_mcp_server``: the Model Context Protocol server (``takeback mcp``).
 - ``_watch``: runs an agent that has no hooks and takes a step each time file activity
   settles (``takeback watch``).
+- ``_service``: the workspace's watching service, a detached process that tells
+  snapshots which folders changed (``takeback service``).
 
 Nothing here is imported by ``import takeback``: each module is loaded by the one
 command that needs it, so the hook entry point starts without the MCP SDK or watchfiles.

@@ -518,7 +518,12 @@ def run(
             if _first_scan(ws):
                 deadline.extend(FIRST_SCAN_TIMEOUT)
         ws.on_event(lambda ev: _log_event(log_dir, payload, ev))
+        service = _wants_service(payload)
+        if service:
+            _start_service(ws, env)
         done = handle(payload, ws, session=call.session, env=env)
+        if service:
+            _start_service(ws, env)  # the first call of a workspace made its store just now
         if env.get("TAKEBACK_HOOK_DEBUG"):
             ms = (time.perf_counter() - started) * 1000
             _append_log(ws.store_path, _line(payload, f"ok in {ms:.0f} ms: {done}"))
@@ -538,6 +543,22 @@ def run(
                 ws.close()
             except BaseException:  # noqa: BLE001, S110 - the call is over either way
                 pass
+
+
+def _wants_service(payload: Payload) -> bool:
+    """Whether this call snapshots the workspace, so starts its watching service.
+
+    A Bash call and a prompt snapshot; a file tool's call does not (it reads one file),
+    so its start-up stays as it was.
+    """
+    return payload.event == "UserPromptSubmit" or (payload.tool_name or "") in COMMAND_TOOLS
+
+
+def _start_service(ws: Workspace, env: Mapping[str, str]) -> None:
+    """Start the workspace's watching service if none runs (and it is not turned off)."""
+    from ._service import ensure
+
+    ensure(ws.root, ws.store_path, env)
 
 
 def _first_scan(ws: Workspace) -> bool:

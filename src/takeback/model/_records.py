@@ -32,9 +32,23 @@ class SnapshotInfo:
     #: paths the scan could not read, with why (``permission denied``, ``path too long``)
     unreadable: tuple[tuple[str, str], ...] = ()
     unreadable_count: int = 0
+    #: how the scan behind it was taken: "service" or "full" ("" when not known: the
+    #: snapshot was read back from the store, which does not keep it)
+    scan_mode: str = ""
+    #: why a full scan was taken, or how many folders the service named
+    scan_reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        """Return the stable machine form (``--json``)."""
+        """Return the stable machine form (``--json``).
+
+        ``scan`` (``mode``, ``reason``) is there for a snapshot just taken.
+        """
+        out = self._json()
+        if self.scan_mode:
+            out["scan"] = {"mode": self.scan_mode, "reason": self.scan_reason}
+        return out
+
+    def _json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "created_at": self.created_at,

@@ -63,34 +63,95 @@ class Recording:
                 meta.add_touch(session, turn, path, encode_state(e), None)
 
 
+#: The kv key of the service mark the scan cache was taken at (b"": none).
+MARK_KEY = "service-mark"
+
+
+def _options_tag(opts: Options) -> bytes:
+    # A cache taken under other options (another size limit) is not reused through a hint.
+    return b"|%d|%d" % (opts.max_file_bytes, int(opts.exclude_env))
+
+
 def scan(
-    store: Store, opts: Options, *, on_progress: Callable[[int], None] | None = None
+    store: Store,
+    opts: Options,
+    *,
+    on_progress: Callable[[int], None] | None = None,
+    use_service: bool = True,
 ) -> ScanResult:
-    """Scan the workspace into the store's objects (no snapshot row is written)."""
+    """Scan the workspace into the store's objects (no snapshot row is written).
+
+    With the workspace's watching service running and a cache taken at one of its marks,
+    only the folders the service saw change are listed (``result.mode == "service"``);
+    otherwise, or at any doubt, every folder is (``"full"``, ``result.reason`` says why).
+    The new mark is asked for before anything is read, and kept with the new cache.
+    """
+    from ..scan._service import Mark, changes_since
+
     meta = store.meta
+    tag = _options_tag(opts)
+    kept_raw = meta.get_kv(MARK_KEY)
+    cache = meta.get_kv(CACHE_KEY)
+    kept: Mark | None = None
+    why = ""
+    if cache is None:
+        why = "nothing was scanned here yet"
+    elif meta.get_kv(MARK_KEY) != kept_raw:
+        why = "another scan saved its cache meanwhile"
+    elif kept_raw and kept_raw.endswith(tag):
+        kept = Mark.decode(kept_raw[: -len(tag)])
+    elif kept_raw:
+        why = "the last scan was taken with other options"
+    changes = changes_since(store.path, kept) if use_service else None
+    hint: list[str] | None = None
+    if changes is None:
+        why = why or "the service was not asked"
+    elif changes.dirs is None:
+        why = why or changes.reason
+    elif not why:
+        hint = changes.dirs
     scanner = Scanner(
         store.root,
         put=store.objects.put,
-        cache_get=meta.get_kv,
+        cache_get=lambda key: cache if key == CACHE_KEY else meta.get_kv(key),
         dircache_get=meta.get_dircache,
         max_file_bytes=opts.max_file_bytes,
         on_progress=on_progress,
         exclude_env=opts.exclude_env,
         exclude=[store.path],
     )
-    result = scanner.scan()
+    result = scanner.scan(hint=hint, recheck_index=bool(changes and changes.index))
+    if hint is not None:
+        result.mode = "service"
+        result.reason = f"{len(hint)} folder(s) changed"
+    else:
+        result.reason = why
+    new_mark = changes.mark.encode() + tag if changes and changes.mark else None
     # Objects first, then the cache rows that name them: a crash in between leaves
-    # unreferenced objects, never a cache entry pointing at nothing.
+    # unreferenced objects, never a cache entry pointing at nothing. The cache and the
+    # mark it was taken at are written together: the pair is always one scan's.
     store.objects.flush()
     if result.cache is not None:
         with meta.tx():
             meta.set_kv(CACHE_KEY, result.cache)
+            if new_mark is not None or meta.get_kv(MARK_KEY) is not None:
+                meta.set_kv(MARK_KEY, new_mark or b"")
             meta.put_dircache(result.cache_rows)
             # A cache of an older format is never read again: drop it with its rows.
             if meta.drop_kv_except(CACHE_KEY, prefix="dirs-"):
                 meta.put_dircache(
                     {d: None for d in meta.dircache_dirs() if d not in result.cache_rows}
                 )
+    elif new_mark is not None and cache is not None:
+        # The cache is as it was, now vouched for up to the new mark. A mark is one
+        # scan's alone, so an unchanged kept mark means the kept cache is still the one
+        # this scan read; otherwise the cache this scan checked is saved again with it.
+        with meta.tx():
+            if kept_raw and meta.get_kv(MARK_KEY) == kept_raw:
+                meta.set_kv(MARK_KEY, new_mark)
+            else:
+                meta.set_kv(CACHE_KEY, cache)
+                meta.set_kv(MARK_KEY, new_mark)
     return result
 
 
@@ -125,6 +186,8 @@ def record(
         duration_ms=result.duration_ms,
         unreadable=tuple(result.unreadable),
         unreadable_count=result.unreadable_count,
+        scan_mode=result.mode,
+        scan_reason=result.reason,
     )
     with store.meta.tx():
         store.meta.add_snapshot(info)

@@ -1,4 +1,9 @@
-"""Scan layer: reading the workspace (the walk, the ignore rules, the stat cache)."""
+"""Scan layer: reading the workspace (the walk, the ignore rules, the stat cache).
+
+The watching service's watcher (``_watcher``, which loads inotify) and its client
+(``_service``) are imported where they are used, not here: a hook call that takes no
+snapshot loads neither.
+"""
 
 from __future__ import annotations
 

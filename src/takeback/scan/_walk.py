@@ -147,6 +147,10 @@ class ScanResult:
     #: What the caller saves once the objects are committed (None: the cache is as it was).
     cache: bytes | None = None
     cache_rows: dict[str, bytes | None] = field(default_factory=dict)
+    #: "service" (only the folders a watching service named were listed) or "full"
+    mode: str = "full"
+    #: why a full scan was taken, or how many folders the service named
+    reason: str = ""
 
 
 class Scanner:
@@ -205,7 +209,7 @@ class Scanner:
 
     # -- entry point -----------------------------------------------------------------
 
-    def scan(self, *, hint: Iterable[str] | None = None) -> ScanResult:
+    def scan(self, *, hint: Iterable[str] | None = None, recheck_index: bool = False) -> ScanResult:
         """Walk the workspace and return its root tree (blobs and trees are stored).
 
         With a cache from an earlier scan, a first pass only compares each folder's
@@ -217,6 +221,8 @@ class Scanner:
             hint: when a watcher knows which paths changed, the folders holding them are
                 the only ones listed; every other folder with a cache entry is taken as
                 it was. None walks everything.
+            recheck_index: with a hint, also list again every folder whose ignore
+                decisions consulted git's index (the index changed since the hint's start).
 
         Raises:
             ScanError: the root is missing or cannot be listed (what cannot be read below
@@ -245,7 +251,10 @@ class Scanner:
         revisit: set[str] | None = None
         try:
             if hint is not None:
-                revisit = _with_parents(p.strip("/") for p in hint)
+                hinted = [p.strip("/") for p in hint]
+                if recheck_index:
+                    hinted.extend(rel for rel, fast in self._old.items() if fast[_USES_INDEX])
+                revisit = _with_parents(hinted)
             elif self._old:
                 revisit = _with_parents(self._dirty_dirs(rules, key))
             allow_deep_trees()

@@ -1,0 +1,404 @@
+"""Benchmark: snapshots and hook calls with the watching service, against git and without it.
+
+On the generated trees of ``_tree.py`` (N files of 1-8 KB in N/20 folders, a git
+repository with everything committed, cached under ``--base``), for each N of the curve
+(default 10,000 and 100,000; ``--with-300k`` adds 300,000):
+
+1. without the service: ``takeback snapshot --json`` unchanged and after rewriting 10
+   random files (a full scan: ``scan.mode`` is checked to be ``full``);
+2. with the service (``takeback service start``): the same two (``scan.mode`` checked to
+   be ``service``);
+3. git's method beside each: ``GIT_INDEX_FILE=<copy of the index> git add -A && git
+   write-tree`` on the same tree in the same round (the index carried between runs);
+
+and on the largest N of the curve, with the service running:
+
+4. a Bash hook call, ``PreToolUse`` and ``PostToolUse`` (10 files rewritten between them),
+   each a real ``takeback hook claude-code`` process fed its JSON payload;
+5. a file tool's hook call (``PreToolUse`` of Write), which starts no service and reads one
+   file; beside it ``python -c pass`` and ``takeback --version`` (start-up alone).
+
+Every timed figure is the wall clock of the real command, process start-up included;
+medians over ``--repeat`` rounds; ratios are of medians measured in the same run. The
+machine may be shared: figures are noisy, ratios less so.
+
+Run it with the project's virtualenv::
+
+    .venv/bin/python bench/bench_service.py                 # 10,000 and 100,000 files
+    .venv/bin/python bench/bench_service.py --sizes 10000   # quick
+    .venv/bin/python bench/bench_service.py --with-300k --json > figures.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _tree import (  # noqa: E402
+    DEFAULT_BASE,
+    SOURCE_CHANGED,
+    BenchTree,
+    bench_run,
+    fmt_s,
+    git_env,
+    log,
+    make_line_pool,
+    make_text,
+    median,
+    run_checked,
+    source_digest,
+    warm_cache,
+)
+
+CHANGED_FILES = 10
+SETTLE_S = 1.2
+TARGETS = {"service_vs_git": 0.1, "hook_vs_git": 0.2, "hook_abs_s": 0.100, "file_hook_s": 0.095}
+
+
+class Round:
+    """The tools of one tree: takeback (CLI and hook), git's method, file changes."""
+
+    def __init__(self, tree: BenchTree, tb: str, work: Path) -> None:
+        self.tree = tree
+        self.tb = tb
+        self.work = work
+        self.store = work / "store"
+        self.git_state = work / "git-index"
+        self.git_tmp = work / "git-index.tmp"
+        self.env_index = git_env(GIT_INDEX_FILE=str(self.git_tmp))
+        self.pool = make_line_pool(seed=11)
+        self.rng = random.Random(5)
+        self.last_write = 0.0
+        self.errors: list[str] = []
+        self.hook_n = 0
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env["TAKEBACK_STORE"] = str(self.store)
+        env.update(extra)
+        return env
+
+    def snapshot(self, want: str) -> float:
+        cmd = [self.tb, "snapshot", "--root", str(self.tree.root), "--json"]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, check=False, env=self.env())
+        dt = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(f"snapshot failed: {proc.stderr.decode(errors='replace')}")
+        scan = json.loads(proc.stdout)["scan"]
+        if scan["mode"] != want:
+            self.errors.append(f"expected a {want} scan, got {scan}")
+        return dt
+
+    def lib_snapshot(self, want: str) -> float:
+        """A snapshot through the library, in this process (what a harness pays)."""
+        from takeback import Workspace
+
+        t0 = time.perf_counter()
+        ws = Workspace(self.tree.root, store=self.store)
+        try:
+            info = ws.snapshot()
+        finally:
+            ws.close()
+        dt = time.perf_counter() - t0
+        if info.scan_mode != want:
+            self.errors.append(f"expected a {want} scan in-process, got {info.scan_reason}")
+        return dt
+
+    def git(self) -> float:
+        shutil.copyfile(self.git_state, self.git_tmp)
+        root = str(self.tree.root)
+        t0 = time.perf_counter()
+        subprocess.run(["git", "add", "-A"], cwd=root, env=self.env_index, check=True)
+        subprocess.run(
+            ["git", "write-tree"],
+            cwd=root,
+            env=self.env_index,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        dt = time.perf_counter() - t0
+        os.replace(self.git_tmp, self.git_state)
+        return dt
+
+    def change(self) -> None:
+        for rel in self.rng.sample(self.tree.files, CHANGED_FILES):
+            self.tree.abs(rel).write_bytes(make_text(self.rng, self.pool))
+        self.last_write = time.time()
+
+    def settle(self) -> None:
+        wait = self.last_write + SETTLE_S - time.time()
+        if wait > 0:
+            time.sleep(wait)
+
+    def hook(self, payload: dict[str, Any], **env: str) -> float:
+        doc = {"session_id": "bench", "cwd": str(self.tree.root), **payload}
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [self.tb, "hook", "claude-code"],
+            input=json.dumps(doc).encode(),
+            capture_output=True,
+            check=False,
+            env=self.env(**env),
+        )
+        dt = time.perf_counter() - t0
+        if proc.returncode != 0 or proc.stdout:
+            self.errors.append(f"hook call failed: {proc.stderr.decode(errors='replace')}")
+        return dt
+
+    def service(self, action: str) -> dict[str, Any]:
+        out = run_checked(
+            [self.tb, "service", action, "--root", str(self.tree.root), "--json"]
+            + (["--wait", "120"] if action == "start" else []),
+            env=self.env(),
+        )
+        doc: dict[str, Any] = json.loads(out.stdout)
+        return doc
+
+
+def measure_snapshots(r: Round, repeat: int, mode: str) -> dict[str, float]:
+    """Unchanged and 10-changed snapshots (``mode`` expected), git's method beside each."""
+    same, changed, git_same, git_changed = [], [], [], []
+    lib_same, lib_changed = [], []
+    for i in range(repeat):
+        r.settle()
+        r.snapshot(mode)  # untimed: the steady state
+        if i % 2:
+            same.append(r.snapshot(mode))
+            git_same.append(r.git())
+        else:
+            git_same.append(r.git())
+            same.append(r.snapshot(mode))
+        r.change()
+        if i % 2:
+            changed.append(r.snapshot(mode))
+            git_changed.append(r.git())
+        else:
+            git_changed.append(r.git())
+            changed.append(r.snapshot(mode))
+        lib_same.append(r.lib_snapshot(mode))
+        r.change()
+        lib_changed.append(r.lib_snapshot(mode))
+        r.git()  # untimed: git's index takes in these changes too
+    return {
+        "lib_unchanged_s": median(lib_same),
+        "lib_changed_s": median(lib_changed),
+        "lib_unchanged_vs_git": median(lib_same) / median(git_same),
+        "lib_changed_vs_git": median(lib_changed) / median(git_changed),
+        "unchanged_s": median(same),
+        "changed_s": median(changed),
+        "git_unchanged_s": median(git_same),
+        "git_changed_s": median(git_changed),
+        "unchanged_vs_git": median(same) / median(git_same),
+        "changed_vs_git": median(changed) / median(git_changed),
+    }
+
+
+def measure_hooks(r: Round, repeat: int, baseline: str | None) -> dict[str, float]:
+    """Bash pre/post and a file tool's call with the service running; start-up beside.
+
+    With ``baseline`` (a folder holding another ``takeback`` package), its file-tool
+    hook call is timed in the same rounds, on the same store.
+    """
+    pre, post, file_tool, file_base, git_times = [], [], [], [], []
+    r.hook({"hook_event_name": "UserPromptSubmit", "prompt": "bench"})
+    for i in range(repeat):
+        r.hook_n += 1
+        call = {
+            "tool_name": "Bash",
+            "tool_use_id": f"b{r.hook_n}",
+            "tool_input": {"command": "make"},
+        }
+        pre.append(r.hook({"hook_event_name": "PreToolUse", **call}))
+        r.change()
+        post.append(r.hook({"hook_event_name": "PostToolUse", **call}))
+        git_times.append(r.git())
+        target = r.tree.abs(r.tree.files[i])
+        write = {
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_use_id": f"w{r.hook_n}",
+            "tool_input": {"file_path": str(target), "content": "x"},
+        }
+        file_tool.append(r.hook(write))
+        if baseline:
+            write["tool_use_id"] = f"wb{r.hook_n}"
+            write["tool_input"] = {"file_path": str(r.tree.abs(r.tree.files[-1 - i]))}
+            file_base.append(r.hook(write, PYTHONPATH=baseline))
+    r.hook({"hook_event_name": "Stop"})
+    pass_s = median([_wall([sys.executable, "-c", "pass"]) for _ in range(10)])
+    version_s = median([_wall([r.tb, "--version"]) for _ in range(10)])
+    g = median(git_times)
+    return {
+        "pre_s": median(pre),
+        "post_s": median(post),
+        "git_s": g,
+        "pre_vs_git": median(pre) / g,
+        "post_vs_git": median(post) / g,
+        "file_tool_s": median(file_tool),
+        "file_tool_baseline_s": median(file_base),
+        "python_pass_s": pass_s,
+        "takeback_version_s": version_s,
+    }
+
+
+def _wall(cmd: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, capture_output=True, check=True)
+    return time.perf_counter() - t0
+
+
+def run_size(args: argparse.Namespace, n: int, hooks: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"files": n}
+    with bench_run(args.base, n, "run-service", takeback=args.takeback, freeze=True) as setting:
+        tree, tb = setting.tree, setting.takeback
+        r = Round(tree, tb, setting.work)
+        shutil.copyfile(tree.root / ".git" / "index", r.git_state)
+        warm_cache(tree)
+        log(f"{n} files: first snapshot (untimed)")
+        r.snapshot("full")
+        r.git()
+        log(f"{n} files: without the service")
+        out["full"] = measure_snapshots(r, args.repeat, "full")
+        t0 = time.perf_counter()
+        started = r.service("start")
+        out["service_start_s"] = time.perf_counter() - t0
+        try:
+            r.snapshot("full")  # its first mark
+            log(f"{n} files: with the service")
+            out["service"] = measure_snapshots(r, args.repeat, "service")
+            if hooks:
+                log(f"{n} files: hook calls with the service")
+                out["hooks"] = measure_hooks(r, args.repeat, args.baseline_src)
+            status = r.service("status")
+            out["watches"] = status.get("watches")
+            out["service_rss_bytes"] = status.get("rss_bytes")
+            out["started_watches"] = started.get("watches")
+        finally:
+            r.service("stop")
+        out["errors"] = r.errors
+        out["source_changed"] = source_digest() != setting.source_before
+    return out
+
+
+def print_report(results: list[dict[str, Any]], file: Any) -> None:
+    def p(text: str = "") -> None:
+        print(text, file=file)
+
+    p("snapshot cost (medians; ratios to git in the same run): `cli` is the wall clock of")
+    p("`takeback snapshot` (process start-up and imports included), `lib` Workspace.snapshot()")
+    p(f"{'files':>8} {'mode':>12} {'unchanged':>10} {'x git':>7} {'10 changed':>11} {'x git':>7}")
+    for res in results:
+        for mode in ("full", "service"):
+            m = res[mode]
+            p(
+                f"{res['files']:>8} {mode + ' cli':>12} {fmt_s(m['unchanged_s']):>10} "
+                f"{m['unchanged_vs_git']:>6.3f}x {fmt_s(m['changed_s']):>11} "
+                f"{m['changed_vs_git']:>6.3f}x"
+            )
+            p(
+                f"{'':>8} {mode + ' lib':>12} {fmt_s(m['lib_unchanged_s']):>10} "
+                f"{m['lib_unchanged_vs_git']:>6.3f}x {fmt_s(m['lib_changed_s']):>11} "
+                f"{m['lib_changed_vs_git']:>6.3f}x"
+            )
+        p(
+            f"{'':>8} {'git':>8} {fmt_s(res['full']['git_unchanged_s']):>10} {'':>7} "
+            f"{fmt_s(res['full']['git_changed_s']):>11}"
+        )
+        p(
+            f"{'':>8} service: start {fmt_s(res['service_start_s'])}, "
+            f"{res['watches']} watches, RSS {res['service_rss_bytes'] / (1 << 20):.1f} MiB"
+        )
+    for res in results:
+        if "hooks" not in res:
+            continue
+        h = res["hooks"]
+        p()
+        p(f"hook calls on {res['files']} files, with the service running (medians)")
+        p(f"  Bash PreToolUse   {fmt_s(h['pre_s']):>10}  {h['pre_vs_git']:.3f}x git")
+        p(f"  Bash PostToolUse  {fmt_s(h['post_s']):>10}  {h['post_vs_git']:.3f}x git")
+        p(f"  git's method      {fmt_s(h['git_s']):>10}")
+        p(f"  file tool (Write) {fmt_s(h['file_tool_s']):>10}")
+        if h["file_tool_baseline_s"] == h["file_tool_baseline_s"]:  # not NaN: measured
+            p(f"    baseline source {fmt_s(h['file_tool_baseline_s']):>10}  (--baseline-src)")
+        p(
+            f"  start-up: python -c pass {fmt_s(h['python_pass_s'])}, takeback --version "
+            f"{fmt_s(h['takeback_version_s'])}"
+        )
+        svc = res["service"]
+        worst = max(svc["unchanged_vs_git"], svc["changed_vs_git"])
+        lib_worst = max(svc["lib_unchanged_vs_git"], svc["lib_changed_vs_git"])
+        hook_worst = max(h["pre_vs_git"], h["post_vs_git"])
+        hook_abs = max(h["pre_s"], h["post_s"])
+        p()
+        p("targets")
+        for name, got, want in (
+            ("snapshot with the service <= 0.1x git (cli)", worst, TARGETS["service_vs_git"]),
+            ("snapshot with the service <= 0.1x git (lib)", lib_worst, TARGETS["service_vs_git"]),
+            ("Bash hook call <= 0.2x git", hook_worst, TARGETS["hook_vs_git"]),
+            ("Bash hook call < 100 ms", hook_abs, TARGETS["hook_abs_s"]),
+            ("file-tool hook call <= 95 ms", h["file_tool_s"], TARGETS["file_hook_s"]),
+        ):
+            p(f"  {'PASS' if got <= want else 'FAIL'}  {name}: {got:.3f}")
+    errors = [e for res in results for e in res["errors"]]
+    for e in errors:
+        p(f"ERROR: {e}")
+    if any(res["source_changed"] for res in results):
+        p(SOURCE_CHANGED)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--sizes",
+        default="10000,100000",
+        help="file counts of the curve, comma-separated (default 10000,100000)",
+    )
+    p.add_argument("--with-300k", action="store_true", help="add 300,000 files to the curve")
+    p.add_argument("--repeat", type=int, default=5, help="rounds (medians are over these)")
+    p.add_argument("--base", default=DEFAULT_BASE, help="where trees and stores live")
+    p.add_argument("--takeback", default=None, help="the takeback executable")
+    p.add_argument("--json", action="store_true", help="figures as JSON on stdout")
+    p.add_argument(
+        "--baseline-src",
+        default=None,
+        metavar="DIR",
+        help="a folder holding another takeback package (e.g. main's src/): its file-tool "
+        "hook call is timed beside this one's",
+    )
+    args = p.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if args.with_300k and 300_000 not in sizes:
+        sizes.append(300_000)
+    hooks_at = 100_000 if 100_000 in sizes else max(sizes)
+    load = os.getloadavg()[0]
+    results = [run_size(args, n, hooks=n == hooks_at) for n in sizes]
+    meta = {
+        "loadavg_1min_start": round(load, 2),
+        "loadavg_1min_end": round(os.getloadavg()[0], 2),
+        "cpus": os.cpu_count(),
+        "repeat": args.repeat,
+    }
+    print_report(results, sys.stderr if args.json else sys.stdout)
+    print(
+        f"load average {meta['loadavg_1min_start']} -> {meta['loadavg_1min_end']}", file=sys.stderr
+    )
+    if args.json:
+        print(json.dumps({"meta": meta, "results": results}, indent=2, sort_keys=True))
+    return 1 if any(res["errors"] for res in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

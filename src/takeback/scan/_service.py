@@ -1,0 +1,243 @@
+"""Scan layer: asking a workspace's watching service what changed (the client side).
+
+The service (``integrations/_service.py``) listens on a Unix socket in the store's
+``service/`` folder (0700; the socket 0600). One question per connection: a JSON line
+in, a JSON line out. :func:`changes_since` asks "what changed since the mark this
+scan's cache was taken at"; every way the answer can fail (no service, a dead one, one
+that answers late or with garbage) comes back as a :class:`Changes` with no folders and
+the reason, so the caller takes a full scan.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
+
+SERVICE_DIR = "service"
+SOCKET_NAME = "sock"
+PID_NAME = "pid"
+#: How long a scan waits for the service's answer before it scans in full.
+ASK_TIMEOUT = 0.5
+#: Unix socket paths longer than this are reached through ``/proc/self/fd``.
+_SUN_PATH_MAX = 100
+
+
+class ServiceError(Exception):
+    """The service could not be asked or answered nonsense; ``reason`` says which."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ServicePaths:
+    """Where a workspace's service keeps its socket, pid file and log (in the store)."""
+
+    store: str
+
+    @property
+    def dir(self) -> str:
+        """The service's folder in the store (0700)."""
+        return os.path.join(self.store, SERVICE_DIR)
+
+    @property
+    def socket(self) -> str:
+        """The socket it listens on (0600)."""
+        return os.path.join(self.dir, SOCKET_NAME)
+
+    @property
+    def pid(self) -> str:
+        """Its pid file, locked while it runs: one service per workspace."""
+        return os.path.join(self.dir, PID_NAME)
+
+    @property
+    def log(self) -> str:
+        """Where it writes why it stopped, when that was a failure."""
+        return os.path.join(self.dir, "log")
+
+
+@dataclass(frozen=True)
+class ServiceReply:
+    """An answer of the service (``error`` is '' when there is one)."""
+
+    answer: Any
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A point in one service's event stream, kept with the scan cache it vouches for."""
+
+    service: str
+    gen: int
+
+    def encode(self) -> bytes:
+        """Return the form kept in the store."""
+        return f"{self.service}:{self.gen}".encode()
+
+    @classmethod
+    def decode(cls, raw: bytes | None) -> Mark | None:
+        """Read a kept mark (None for none or a malformed one)."""
+        if not raw:
+            return None
+        service, _, gen = raw.decode("ascii", "replace").rpartition(":")
+        if not service or not gen.isdigit():
+            return None
+        return cls(service, int(gen))
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The service's answer for one scan.
+
+    Attributes:
+        mark: the new mark (None: no service answered); the scan's cache is kept with it.
+        dirs: folders changed since the asked mark; None: scan in full.
+        reason: why a full scan ('' when ``dirs`` is given).
+        index: git's index changed since the asked mark.
+        ms: how long the question took.
+    """
+
+    mark: Mark | None
+    dirs: list[str] | None
+    reason: str
+    index: bool = False
+    ms: float = 0.0
+
+
+def service_dir(store_path: str) -> str:
+    """Return the store's folder for the service (socket, pid file)."""
+    return os.path.join(store_path, SERVICE_DIR)
+
+
+def ask_service(
+    store_path: str, request: dict[str, Any], *, timeout: float = ASK_TIMEOUT
+) -> ServiceReply:
+    """Send one request to the workspace's service; never raises.
+
+    Returns:
+        The decoded answer, or an ``error`` saying why there is none (no service, no
+        answer within ``timeout`` seconds, an answer that is not JSON).
+    """
+    try:
+        return ServiceReply(ask(store_path, request, timeout=timeout))
+    except ServiceError as e:
+        return ServiceReply(None, e.reason)
+
+
+def connect(store_path: str, timeout: float) -> socket.socket:
+    """Connect to the workspace's service.
+
+    Raises:
+        ServiceError: no service listens there.
+    """
+    path = os.path.join(service_dir(store_path), SOCKET_NAME)
+    if not os.path.exists(path):
+        # Most scans run with no service: they learn so without loading ``socket``.
+        raise ServiceError("no service is running")
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        if len(os.fsencode(path)) <= _SUN_PATH_MAX:
+            sock.connect(path)
+        else:
+            fd = os.open(service_dir(store_path), os.O_PATH | os.O_DIRECTORY)
+            try:
+                sock.connect(f"/proc/self/fd/{fd}/{SOCKET_NAME}")
+            finally:
+                os.close(fd)
+    except FileNotFoundError as e:
+        sock.close()
+        raise ServiceError("no service is running") from e
+    except ConnectionRefusedError as e:
+        sock.close()
+        raise ServiceError("the service is not running (it stopped or died)") from e
+    except TimeoutError as e:
+        sock.close()
+        raise ServiceError(f"the service did not answer within {timeout:g} s") from e
+    except OSError as e:
+        sock.close()
+        raise ServiceError(f"the service cannot be reached: {e.strerror or e}") from e
+    return sock
+
+
+def ask(store_path: str, request: dict[str, Any], *, timeout: float = ASK_TIMEOUT) -> Any:
+    """Send one request and return the decoded answer, all within ``timeout`` seconds.
+
+    Raises:
+        ServiceError: no service, no answer in time, or an answer that is not JSON.
+    """
+    deadline = time.monotonic() + timeout
+    sock = connect(store_path, timeout)
+    try:
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        chunks: list[bytes] = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ServiceError(f"the service did not answer within {timeout:g} s")
+            sock.settimeout(left)
+            try:
+                chunk = sock.recv(1 << 16)
+            except TimeoutError as e:
+                raise ServiceError(f"the service did not answer within {timeout:g} s") from e
+            except OSError as e:
+                raise ServiceError(f"the service broke off: {e.strerror or e}") from e
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if chunk.endswith(b"\n"):
+                break
+    finally:
+        sock.close()
+    raw = b"".join(chunks)
+    if not raw:
+        raise ServiceError("the service closed the connection without an answer")
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise ServiceError("the service's answer was not understood") from e
+
+
+def changes_since(store_path: str, mark: Mark | None, *, timeout: float = ASK_TIMEOUT) -> Changes:
+    """Ask the service what changed since ``mark`` (and for a new mark); never raises."""
+    t0 = time.monotonic()
+    try:
+        got = ask(
+            store_path,
+            {
+                "op": "mark",
+                "service": mark.service if mark else None,
+                "gen": mark.gen if mark else None,
+            },
+            timeout=timeout,
+        )
+        new = Mark(str(got["service"]), int(got["gen"]))
+        dirs = got["dirs"]
+        if dirs is not None and not (
+            isinstance(dirs, list) and all(isinstance(d, str) for d in dirs)
+        ):
+            raise ServiceError("the service's answer was not understood")
+        reason = str(got.get("reason") or "")
+        index = bool(got.get("index", False))
+    except ServiceError as e:
+        return Changes(None, None, e.reason, ms=(time.monotonic() - t0) * 1000)
+    except (KeyError, TypeError, ValueError):
+        return Changes(
+            None,
+            None,
+            "the service's answer was not understood",
+            ms=(time.monotonic() - t0) * 1000,
+        )
+    if dirs is None and not reason:
+        reason = "the service asked for a full scan"
+    return Changes(new, dirs, reason, index, (time.monotonic() - t0) * 1000)

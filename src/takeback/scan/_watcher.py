@@ -1,0 +1,337 @@
+"""Scan layer: what a watching service knows: the folders changed since each mark.
+
+A :class:`Watcher` holds an inotify instance with a watch on every folder of the
+workspace (all but ``.git`` folders and the store, ignored ones included: a folder an
+ignore rule leaves out today may be in scope tomorrow, and a watch too many costs only
+memory). Each event names the folder whose listing or entry stats it changed; the folder
+is stamped with the current *generation*. :meth:`Watcher.mark` drains the queue, hands out
+the current generation as a token and starts the next one; the folders changed since a
+token are those stamped later than it.
+
+Why a drained queue is exact: the kernel queues an inotify event inside the file-system
+call itself (``fsnotify`` runs before the call returns to the caller), so a change whose
+call completed before the question was asked is already in the queue when the service
+reads it. Reading until the queue is empty (``FIONREAD`` says 0 bytes) therefore
+accounts for every change that completed before the question.
+
+What a token cannot vouch for is said as a reason, and the caller takes a full scan:
+the queue overflowed, the watch limit was reached, an ignore rule changed (a
+``.gitignore`` or ``.takebackignore`` anywhere, ``info/exclude``, the ``.git`` entry at
+the root), the root itself moved, or the token is older than what is kept. A folder
+created and filled before its watch was added is listed right after the watch is added,
+and it and every folder below it count as changed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from inotify_simple import INotify
+from inotify_simple import flags as F
+
+from ._gitindex import common_git_dir, resolve_git_dir
+
+#: What a folder's watch reports: anything that changes its listing or an entry's stat.
+WATCH_MASK = (
+    F.CREATE
+    | F.DELETE
+    | F.MODIFY
+    | F.ATTRIB
+    | F.CLOSE_WRITE
+    | F.MOVED_FROM
+    | F.MOVED_TO
+    | F.DELETE_SELF
+    | F.MOVE_SELF
+    | F.DONT_FOLLOW
+    | F.ONLYDIR
+)
+#: The git folder and its ``info`` folder: only names matter there (index, exclude).
+GIT_MASK = F.CREATE | F.DELETE | F.MODIFY | F.CLOSE_WRITE | F.MOVED_TO | F.MOVED_FROM | F.ONLYDIR
+#: How many marks back a token stays good; older ones get a full scan.
+KEEP_MARKS = 256
+#: Above this many changed folders, an answer says "full scan" instead of naming them.
+MAX_DIRS = 100_000
+IGNORE_FILES = frozenset({".gitignore", ".takebackignore"})
+
+
+@dataclass
+class Answer:
+    """What changed since a token: the folders, or why a full scan is needed.
+
+    Attributes:
+        token: the generation handed out by this mark (the next question's token).
+        dirs: folders ('/'-separated, '' for the root) changed since the asked token;
+            None when a full scan is needed.
+        reason: why a full scan is needed ('' when ``dirs`` is given).
+        index: git's index changed since the token (folders that consulted it are to
+            be decided again).
+    """
+
+    token: int
+    dirs: list[str] | None
+    reason: str = ""
+    index: bool = False
+
+
+@dataclass
+class Stats:
+    """What a watcher holds, for ``service status``."""
+
+    watches: int
+    generation: int
+    changed: int
+    degraded: str | None
+    overflows: int
+    events: int
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+class Watcher:
+    """The inotify watches of one workspace and the folders changed per generation.
+
+    Args:
+        root: the workspace root (absolute, real).
+        exclude: absolute paths never watched (the store, when inside the root).
+    """
+
+    def __init__(self, root: str, *, exclude: Iterable[str] = ()) -> None:
+        self.root = root
+        self._exclude = {
+            os.path.relpath(p, root)
+            for p in exclude
+            if p == root or p.startswith(root.rstrip("/") + "/")
+        }
+        self.ino = INotify(nonblocking=True)
+        self._wd_path: dict[int, str] = {}
+        self._path_wd: dict[str, int] = {}
+        self._git_wds: dict[int, str] = {}
+        self.gen = 1
+        self.floor = 1
+        self.floor_reason = "the service had not started yet"
+        self.dirty: dict[str, int] = {}
+        self.index_gen = 0
+        self.degraded: str | None = None
+        self.overflows = 0
+        self.events = 0
+
+    # -- setting up ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Watch every folder of the tree and git's folder (before any token is given)."""
+        self._watch_git()
+        self._watch_tree("")
+        self.dirty.clear()
+
+    def close(self) -> None:
+        """Drop every watch (closing the inotify instance)."""
+        self.ino.close()
+
+    def fileno(self) -> int:
+        """Return the inotify descriptor (to wait on it)."""
+        return int(self.ino.fileno())
+
+    def _abs(self, rel: str) -> str:
+        return os.path.join(self.root, rel) if rel else self.root
+
+    def _add(self, path: str, mask: int) -> int | None:
+        try:
+            return int(self.ino.add_watch(path, mask))
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                self.degraded = "the inotify watch limit was reached (fs.inotify.max_user_watches)"
+                return None
+            if e.errno == errno.EMFILE:
+                self.degraded = "the inotify instance limit was reached"
+                return None
+            return None  # gone, not a folder, or unreadable: its parent's events name it
+
+    def _watch_tree(self, top: str) -> None:
+        """Watch ``top`` and every folder below it, each counted as changed.
+
+        Each folder is listed after its watch is added: what was made in it before the
+        watch is found by the listing, what comes after by the watch.
+        """
+        stack = [top]
+        while stack and self.degraded is None:
+            rel = stack.pop()
+            wd = self._add(self._abs(rel), WATCH_MASK)
+            if wd is None:
+                continue
+            old = self._wd_path.get(wd)
+            if old is not None and old != rel:
+                self._path_wd.pop(old, None)
+            self._wd_path[wd] = rel
+            self._path_wd[rel] = wd
+            self._mark(rel)
+            prefix = rel + "/" if rel else ""
+            try:
+                with os.scandir(self._abs(rel)) as it:
+                    for d in it:
+                        if d.name == ".git":
+                            continue
+                        try:
+                            if not d.is_dir(follow_symlinks=False):
+                                continue
+                        except OSError:
+                            continue
+                        child = prefix + d.name
+                        if child not in self._exclude:
+                            stack.append(child)
+            except OSError:
+                continue
+
+    def _watch_git(self) -> None:
+        for old in list(self._git_wds):
+            try:
+                self.ino.rm_watch(old)
+            except OSError:
+                pass
+        self._git_wds.clear()
+        gitdir = resolve_git_dir(self.root)
+        if gitdir is None:
+            return
+        for path, what in (
+            (gitdir, "gitdir"),
+            (os.path.join(common_git_dir(gitdir), "info"), "info"),
+        ):
+            wd = self._add(path, GIT_MASK)
+            if wd is not None:
+                self._git_wds[wd] = what
+
+    def _unwatch_under(self, top: str) -> None:
+        prefix = top + "/"
+        for rel in [p for p in self._path_wd if p == top or p.startswith(prefix)]:
+            wd = self._path_wd.pop(rel)
+            self._wd_path.pop(wd, None)
+            try:
+                self.ino.rm_watch(wd)
+            except OSError:
+                pass
+
+    # -- events --------------------------------------------------------------------------
+
+    def _mark(self, rel: str) -> None:
+        self.dirty[rel] = self.gen
+
+    def invalidate(self, reason: str) -> None:
+        """Make every token handed out so far need a full scan, for ``reason``."""
+        self.floor = self.gen
+        self.floor_reason = reason
+        self.dirty.clear()
+
+    def drain(self) -> int:
+        """Read and account for every queued event; return how many there were."""
+        n = 0
+        while True:
+            events = self.ino.read(timeout=0)
+            if not events:
+                return n
+            n += len(events)
+            self.process(events)
+
+    def process(self, events: Iterable[tuple[int, int, int, str]]) -> None:
+        """Account for inotify events (wd, mask, cookie, name)."""
+        for wd, mask, _cookie, name in events:
+            self.events += 1
+            if mask & F.Q_OVERFLOW:
+                self.overflow()
+                continue
+            what = self._git_wds.get(wd)
+            if what is not None:
+                self._git_event(wd, mask, name, what)
+                continue
+            rel = self._wd_path.get(wd)
+            if rel is None:
+                continue
+            if mask & F.IGNORED:
+                if self._path_wd.get(rel) == wd:
+                    del self._path_wd[rel]
+                del self._wd_path[wd]
+                continue
+            if mask & F.UNMOUNT:
+                self.invalidate("a file system inside the workspace was unmounted")
+                continue
+            if not name:
+                if rel == "" and mask & (F.DELETE_SELF | F.MOVE_SELF):
+                    self.invalidate("the workspace folder itself was moved or removed")
+                self._mark(rel)
+                continue
+            self._mark(rel)
+            child = rel + "/" + name if rel else name
+            if name in IGNORE_FILES:
+                self.invalidate(f"ignore rules changed ({child})")
+            if name == ".git":
+                if rel == "":
+                    self.invalidate("the workspace's .git changed")
+                    self._watch_git()
+                continue
+            if not mask & F.ISDIR or child in self._exclude:
+                continue
+            if mask & F.MOVED_FROM:
+                # Its watches would go on reporting it under this path: drop them (a
+                # removed folder's watches end by themselves, with IN_IGNORED).
+                self._unwatch_under(child)
+            if mask & (F.CREATE | F.MOVED_TO) or (mask & F.ATTRIB and child not in self._path_wd):
+                self._watch_tree(child)
+
+    def _git_event(self, wd: int, mask: int, name: str, what: str) -> None:
+        if mask & F.IGNORED:
+            self._git_wds.pop(wd, None)
+            self.invalidate("git's folder changed")
+            return
+        if what == "gitdir" and name == "info":
+            self.invalidate("git's info/exclude changed")
+            self._watch_git()
+        elif what == "gitdir" and (name == "index" or name.startswith("sharedindex.")):
+            self.index_gen = self.gen
+        elif what == "info" and name == "exclude":
+            self.invalidate("git's info/exclude changed")
+
+    def overflow(self) -> None:
+        """The queue overflowed: events were lost; watch again what may lack a watch."""
+        self.overflows += 1
+        self.invalidate("the inotify event queue overflowed")
+        self._watch_git()
+        self._watch_tree("")
+
+    # -- questions -----------------------------------------------------------------------
+
+    def mark(self, token: int | None) -> Answer:
+        """Drain the queue, then answer what changed since ``token`` and hand out a new one.
+
+        Args:
+            token: a token an earlier mark of this watcher handed out (None: none).
+        """
+        self.drain()
+        new = self.gen
+        self.gen += 1
+        if new - KEEP_MARKS > self.floor + 64:  # now and then: it costs a pass
+            self.floor = new - KEEP_MARKS
+            self.floor_reason = "the last snapshot's mark is too old"
+            self.dirty = {d: g for d, g in self.dirty.items() if g > self.floor}
+        if self.degraded is not None:
+            return Answer(new, None, self.degraded)
+        if token is None:
+            return Answer(new, None, "the last snapshot was not taken with this service")
+        if token >= new or token < 1:
+            return Answer(new, None, "the last snapshot's mark is not this service's")
+        if token < self.floor:
+            return Answer(new, None, self.floor_reason)
+        dirs = [d for d, g in self.dirty.items() if g > token]
+        if len(dirs) > MAX_DIRS:
+            return Answer(new, None, f"more than {MAX_DIRS} folders changed")
+        return Answer(new, sorted(dirs), "", self.index_gen > token)
+
+    def stats(self) -> Stats:
+        """Return the counts ``service status`` shows."""
+        return Stats(
+            watches=len(self._wd_path) + len(self._git_wds),
+            generation=self.gen,
+            changed=len(self.dirty),
+            degraded=self.degraded,
+            overflows=self.overflows,
+            events=self.events,
+        )
