@@ -19,7 +19,16 @@ from ._session import Session, Step, Turn
 from .errors import PathError, ScanError, StoreMissingError, TakebackError, UsageError
 from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import DiffResult, FileDiff, Options, Resolved
-from .store import Store, default_store_path, moved_here, read_marker, rehome
+from .store import (
+    Store,
+    default_store_path,
+    is_database_url,
+    local_store_path,
+    moved_here,
+    open_store,
+    read_marker,
+    rehome,
+)
 
 DEFAULT_SESSION = "default"
 
@@ -128,7 +137,9 @@ class Workspace:
 
     Args:
         root: the folder (made absolute and real).
-        store: the store folder; default: one per workspace in the user's data folder.
+        store: the store folder (default: one per workspace in the user's data folder),
+            or a PostgreSQL database, ``postgresql://...`` (``#key`` names the workspace
+            in it; default: its root path), whose local folder is in the data folder.
         data_dir: where default stores live (default: the platform's user data folder).
         max_file_bytes: files larger than this are counted and named but not kept.
         exclude_env: leave ``.env`` and ``.env.*`` files out of every snapshot.
@@ -152,7 +163,12 @@ class Workspace:
         self.root = real
         self._data_dir = data_dir
         self._default_store = store is None
-        if store is not None:
+        #: the database a shared store is in (None: a folder store)
+        self.store_url: str | None = None
+        if isinstance(store, str) and is_database_url(store):
+            self.store_url = store
+            self.store_path = local_store_path(real, data_dir or default_data_dir())
+        elif store is not None:
             self.store_path = os.path.realpath(os.fspath(store))
         else:
             self.store_path = default_store_path(real, data_dir or default_data_dir())
@@ -178,7 +194,12 @@ class Workspace:
         """
         if self._store is None:
             try:
-                self._store = Store.open(self.store_path, self.root, create=create)
+                self._store = open_store(
+                    self.store_url or self.store_path,
+                    self.root,
+                    local=self.store_path,
+                    create=create,
+                )
             except StoreMissingError as e:
                 moved = self.moved_store() if self._default_store else None
                 if moved is None:
@@ -216,6 +237,11 @@ class Workspace:
             StoreCorruptError: the store's marker is unreadable.
         """
         self.close()
+        if self.store_url is not None:
+            raise UsageError(
+                "a database store finds a workspace by its key, not by its folder: "
+                "nothing to adopt (name the key with #key after the address)"
+            )
         if store is None:
             found = self.moved_store()
             if found is None:
@@ -252,6 +278,12 @@ class Workspace:
 
     def has_store(self) -> bool:
         """Return whether a store exists for this workspace."""
+        if self.store_url is not None:
+            try:
+                self.open_store()
+            except StoreMissingError:
+                return False
+            return True
         return os.path.exists(os.path.join(self.store_path, "store.json"))
 
     def close(self) -> None:

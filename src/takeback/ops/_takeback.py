@@ -45,7 +45,7 @@ from ._snapshot import Recording, take
 from ._treediff import diff_trees, lookup
 
 if TYPE_CHECKING:
-    from ..store._meta import MetaStore
+    from ..store import Meta
 
 
 @dataclass
@@ -162,7 +162,7 @@ def _run(
     target_tree: str | None,
     prune: bool,
     data: dict[str, Any],
-    on_done: Callable[[MetaStore], None],
+    on_done: Callable[[Meta], None],
     record_as: str | None = None,
     record_state: str = "active",
     created: Callable[[str], bool] | None = None,
@@ -326,7 +326,7 @@ def undo(
                 raise UsageError(f"turn {t.n} did not change {file}")
         n = t.n
 
-        def on_done(meta: MetaStore) -> None:
+        def on_done(meta: Meta) -> None:
             if file is None:
                 meta.set_turn_state(session, n, "undone")
 
@@ -374,7 +374,7 @@ def redo(rec: Recording, session: str, *, force: bool = False) -> TurnOpResult:
             if c[0] in took and (file is None or c[0] == file)
         ]
 
-        def on_done(meta: MetaStore) -> None:
+        def on_done(meta: Meta) -> None:
             meta.set_op_state(op_id, "redone")
             if file is None:
                 meta.set_turn_state(session, n, "done")
@@ -461,7 +461,7 @@ def revert(rec: Recording, session: str, *, to_turn: int, force: bool = False) -
                 who[p] = t.n
         nums = [t.n for t in turns]
 
-        def on_done(meta: MetaStore) -> None:
+        def on_done(meta: Meta) -> None:
             for n in nums:
                 meta.set_turn_state(session, n, "reverted")
 
@@ -507,7 +507,7 @@ def _move_revert(
     after = [t.n for t in live if t.n > to_turn]
     first_later = next((t for t in live if t.n > to_turn), None)
 
-    def on_done(meta: MetaStore) -> None:
+    def on_done(meta: Meta) -> None:
         for t in live:
             meta.set_turn_state(session, t.n, "reverted" if t.n > to_turn else "done")
         meta.update_op(op_id, after, {**data, "to_turn": to_turn})
@@ -553,7 +553,7 @@ def unrevert(rec: Recording, session: str, *, force: bool = False) -> TurnOpResu
                 first.setdefault(p, before)
         get_tree = store.objects.get_tree
 
-        def on_done(meta: MetaStore) -> None:
+        def on_done(meta: Meta) -> None:
             meta.set_op_state(op_id, "unreverted")
             for n in turns:
                 meta.set_turn_state(session, n, "done")
