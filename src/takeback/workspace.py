@@ -22,6 +22,7 @@ from .ops import DiffResult, FileDiff, Options, Resolved
 from .store import (
     Store,
     default_store_path,
+    find_database_root,
     is_database_url,
     local_store_path,
     moved_here,
@@ -92,6 +93,8 @@ def find_root(
     itself (a new workspace).
     """
     here = os.path.realpath(os.fspath(start))
+    if isinstance(store, str) and is_database_url(store):
+        return find_database_root(store, here, data_dir or default_data_dir()) or here
     if store is not None:
         try:
             with open(os.path.join(os.fspath(store), "store.json"), "rb") as f:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ._api import Meta, Objects, Store
 from ._meta import ChangeRow, MetaStore, OpRow, TouchRow, TurnRow
 from ._objects import ObjectStore
-from ._open import is_database_url, local_store_path, open_store
+from ._open import find_database_root, is_database_url, local_store_path, open_store
 from ._store import (
     FORMAT_VERSION,
     FolderStore,
@@ -28,6 +28,7 @@ __all__ = [
     "TouchRow",
     "TurnRow",
     "default_store_path",
+    "find_database_root",
     "is_database_url",
     "local_store_path",
     "moved_here",

@@ -44,3 +44,26 @@ def open_store(spec: str, root: str, *, local: str, create: bool) -> Store:
 
         return PgStore.open(spec, root, local=local, create=create)
     return FolderStore.open(spec, root, create=create)
+
+
+def find_database_root(url: str, here: str, data_dir: str) -> str | None:
+    """Return the recorded workspace that ``here`` lies in, for a database store.
+
+    This machine's local folders answer first (one exists for each workspace recorded
+    or read here); else the database, in one query.
+    """
+    candidates = []
+    cur = here
+    while True:
+        candidates.append(cur)
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            break
+        cur = parent
+    if "#" not in url:
+        for c in candidates:
+            if os.path.isdir(local_store_path(c, data_dir)):
+                return c
+    from ._pg import find_workspace
+
+    return find_workspace(url, candidates)

@@ -357,3 +357,32 @@ class PgStore:
             (self.ws, after, limit),
         )
         return [(int(r[0]), json.loads(r[1])) for r in rows]
+
+
+def find_workspace(url: str, candidates: list[str]) -> str | None:
+    """Return the workspace root among ``candidates`` (folders, nearest first) the database has.
+
+    With ``#key`` in the URL, the root recorded with that key, if it is a candidate.
+    None when the database has none of them (or cannot be reached: the command that
+    follows says why).
+    """
+    key = split_url(url)[1]
+    try:
+        conn = connect_db(url)
+    except StoreError:
+        return None
+    psycopg = _driver()
+    try:
+        if key is not None:
+            row = conn.execute(b"SELECT root FROM takeback.workspaces WHERE key=%s", (key,))
+            got = row.fetchone()
+            return str(got[0]) if got and got[0] in candidates else None
+        rows = conn.execute(
+            b"SELECT key FROM takeback.workspaces WHERE key = ANY(%s)", (candidates,)
+        ).fetchall()
+    except psycopg.Error:
+        return None
+    finally:
+        conn.close()
+    found = {str(r[0]) for r in rows}
+    return next((c for c in candidates if c in found), None)
