@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from .model import Change, Entry, Plan, PlanItem, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
-    from .ops import DiffResult, FileDiff, TurnOpResult
+    from .ops import CopyResult, DiffResult, FileDiff, TurnOpResult
     from .workspace import (
         DEFAULT_SESSION,
         RewindResult,
@@ -34,12 +34,14 @@ if TYPE_CHECKING:
         Step,
         Turn,
         Workspace,
+        copy_history,
         find_root,
     )
 
 _WHERE = {
     "Change": "model",
     "ConflictError": "errors",
+    "CopyResult": "ops",
     "DEFAULT_SESSION": "workspace",
     "DiffResult": "ops",
     "Entry": "model",
@@ -67,12 +69,14 @@ _WHERE = {
     "TurnOpResult": "ops",
     "UsageError": "errors",
     "Workspace": "workspace",
+    "copy_history": "workspace",
     "find_root": "workspace",
 }
 
 __all__ = [
     "Change",
     "ConflictError",
+    "CopyResult",
     "DEFAULT_SESSION",
     "DiffResult",
     "Entry",
@@ -101,6 +105,7 @@ __all__ = [
     "UsageError",
     "Workspace",
     "__version__",
+    "copy_history",
     "find_root",
 ]
 

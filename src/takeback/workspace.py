@@ -115,6 +115,60 @@ def find_root(
         cur = parent
 
 
+def copy_history(
+    root: str | os.PathLike[str],
+    source: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    *,
+    data_dir: str | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ops.CopyResult:
+    """Copy a workspace's whole history from one store to another, verifying every object.
+
+    Either store may be a folder or a PostgreSQL database (``postgresql://...``); the
+    target must hold no history for the workspace yet (a folder target is made). Every
+    object is read from the source through its hash check, and once written, read back
+    from a fresh opening of the target through its own.
+
+    Args:
+        root: the workspace.
+        source: the store to copy from.
+        target: the store to copy into.
+        data_dir: where local folders live (default: the platform's user data folder).
+        on_progress: called with (objects copied, objects in all).
+
+    Raises:
+        StoreMissingError: the source holds no history for the workspace.
+        UsageError: the target already holds one, or source and target are the same.
+        StoreCorruptError: an object fails its check (in the source, or once copied).
+    """
+    real = os.path.realpath(os.fspath(root))
+    local = local_store_path(real, data_dir or default_data_dir())
+
+    def spec(s: str | os.PathLike[str]) -> str:
+        text = os.fspath(s)
+        return text if is_database_url(text) else os.path.realpath(text)
+
+    src_spec, dst_spec = spec(source), spec(target)
+    if src_spec == dst_spec:
+        raise UsageError(f"source and target are the same store: {src_spec}")
+    src = open_store(src_spec, real, local=local, create=False)
+    try:
+        dst = open_store(dst_spec, real, local=local, create=True)
+        try:
+            result, oids = ops.copy_history(src, dst, on_progress=on_progress)
+        finally:
+            dst.close()
+        fresh = open_store(dst_spec, real, local=local, create=False)
+        try:
+            result.verified = ops.verify_objects(fresh, oids)
+        finally:
+            fresh.close()
+    finally:
+        src.close()
+    return result
+
+
 def find_moved_store(root: str, data_dir: str) -> tuple[str, str] | None:
     """Return (store, old root) of a default store whose workspace was moved to ``root``.
 

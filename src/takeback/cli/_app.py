@@ -33,6 +33,7 @@ COMMANDS = {
     "turn": "turn_cmd",
     "touch": "touch_cmd",
     "adopt": "adopt_cmd",
+    "store": "store_cmd",
 }
 
 SCHEMA = 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._api import Meta, Objects, Store
+from ._copy import COPY_TABLES, LOCAL_SETTINGS
 from ._meta import ChangeRow, MetaStore, OpRow, TouchRow, TurnRow
 from ._objects import ObjectStore
 from ._open import find_database_root, is_database_url, local_store_path, open_store
@@ -16,6 +17,8 @@ from ._store import (
 )
 
 __all__ = [
+    "COPY_TABLES",
+    "LOCAL_SETTINGS",
     "FORMAT_VERSION",
     "ChangeRow",
     "FolderStore",

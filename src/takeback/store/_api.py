@@ -49,6 +49,10 @@ class Objects(Protocol):
         """Return a decoded tree."""
         ...
 
+    def entries(self) -> list[tuple[str, str, str | None]]:
+        """Return every committed object: (id, kind, base), each base before its deltas."""
+        ...
+
 
 class Meta(Protocol):
     """Typed queries over the history's rows, and the scan's cache."""
@@ -134,6 +138,10 @@ class Meta(Protocol):
     def op_times(self, session: str) -> dict[int, float]: ...  # noqa: D102
     def update_op(self, op_id: int, turns: list[int], data: dict[str, Any]) -> None: ...  # noqa: D102
     def set_op_state(self, op_id: int, state: str) -> None: ...  # noqa: D102
+
+    # copying a history between stores (the tables of ``_copy.COPY_TABLES``)
+    def copy_rows(self, table: str) -> list[tuple[Any, ...]]: ...  # noqa: D102
+    def add_copied_rows(self, table: str, rows: list[tuple[Any, ...]]) -> None: ...  # noqa: D102
 
 
 class Store(Protocol):

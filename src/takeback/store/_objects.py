@@ -96,6 +96,10 @@ class PackedObjects:
         """Write a whole (not delta) row over whatever is there; return whether it was."""
         raise NotImplementedError
 
+    def entries(self) -> list[tuple[str, str, str | None]]:
+        """Return every committed object: (id, kind, base), each base before its deltas."""
+        raise NotImplementedError
+
     def _z(self) -> Any:
         if self._zstd is None:
             import zstandard
@@ -325,3 +329,8 @@ class ObjectStore(PackedObjects):
         except sqlite3.Error:
             return False
         return True
+
+    def entries(self) -> list[tuple[str, str, str | None]]:
+        """Return every committed object: (id, kind, base), each base before its deltas."""
+        rows = self.conn.execute("SELECT oid, kind, base FROM objects ORDER BY depth, oid")
+        return [(r[0], r[1], r[2]) for r in rows]

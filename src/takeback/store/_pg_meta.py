@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
 from ..model import Change, SessionInfo, SnapshotInfo, StepInfo, change_kind
+from ._copy import COPY_TABLES
 from ._meta import _SNAP_COLS, ChangeRow, MetaStore, OpRow, TouchRow, TurnRow, _snap, _step
 from ._objects import PackedObjects
 from ._pg_schema import LOCK_WRITE
@@ -168,6 +169,14 @@ class PgObjects(PackedObjects):
                 )
         except psycopg.Error as e:
             raise self.pg.error(e) from e
+
+    def entries(self) -> list[tuple[str, str, str | None]]:
+        """Return every committed object: (id, kind, base), each base before its deltas."""
+        rows = self.pg.run(
+            "SELECT oid, kind, base FROM takeback.objects WHERE ws=%s ORDER BY depth, oid",
+            (self.pg.ws,),
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
 
     def _replace_row(self, oid: str, kind: str, size: int, packed: bytes) -> bool:
         try:
@@ -653,3 +662,27 @@ class PgMeta:
         self.pg.run(
             "UPDATE takeback.ops SET state=%s WHERE ws=%s AND id=%s", (state, self.pg.ws, op_id)
         )
+
+    # -- copying a history -----------------------------------------------------------
+
+    def copy_rows(self, table: str) -> list[tuple[Any, ...]]:
+        """Return every row of a table (``COPY_TABLES``' columns), in the order written."""
+        cols = ", ".join(COPY_TABLES[table])
+        order = _COPY_ORDER.get(table, ", ".join(COPY_TABLES[table][:3]))
+        rows = self.pg.run(
+            f"SELECT {cols} FROM takeback.{table} WHERE ws=%s ORDER BY {order}", (self.pg.ws,)
+        )
+        return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows]
+
+    def add_copied_rows(self, table: str, rows: list[tuple[Any, ...]]) -> None:
+        """Insert rows :meth:`copy_rows` (of any store) returned, keeping their order."""
+        cols = COPY_TABLES[table]
+        marks = ",".join(["%s"] * (len(cols) + 1))
+        self.pg.many(
+            f"INSERT INTO takeback.{table}(ws, {', '.join(cols)}) VALUES ({marks})",
+            [(self.pg.ws, *r) for r in rows],
+        )
+
+
+#: how a table's rows are read in the order they were written (else by their key)
+_COPY_ORDER = {"meta": "key", "snapshots": "seq", "turns": "seq", "ops": "id"}
