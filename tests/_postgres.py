@@ -18,6 +18,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -78,17 +79,15 @@ def _unavailable(why: str) -> None:
     pytest.skip(f"no PostgreSQL server can be had here: {why}")
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
-    """Start a PostgreSQL server for the session; stop it at the end."""
-    bindir = find_bindir()
-    if bindir is None:
-        _unavailable("initdb is not installed (Debian: apt-get install postgresql)")
-        raise AssertionError  # unreachable: skip or fail raised
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        _unavailable("psycopg is not installed (pip install 'takeback[postgres]')")
+@contextmanager
+def running_server(bindir: str, *, durable: bool = False) -> Iterator[PgServer]:
+    """Run a server from ``bindir`` in a new temporary folder; stop and remove it after.
+
+    Args:
+        bindir: where initdb, pg_ctl and postgres are.
+        durable: keep PostgreSQL's default fsync settings (benchmarks); the tests turn
+            them off, as nothing they write needs to outlive a power cut.
+    """
     base = tempfile.mkdtemp(prefix="takeback-pg-")
     prefix: list[str] = []
     if os.geteuid() == 0:
@@ -100,43 +99,62 @@ def pg_server() -> Iterator[PgServer]:
     data = os.path.join(base, "data")
     env = {**os.environ, "LC_ALL": "C", "TZ": "UTC"}
     port = _free_port()
-    subprocess.run(
-        [*prefix, f"{bindir}/initdb", "-D", data, "-U", "postgres", "--auth=trust"]
-        + ["-E", "UTF8", "--no-sync", "--locale=C"],
-        check=True,
-        capture_output=True,
-        env=env,
-        cwd=base,
-    )
-    opts = (
-        f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={base} "
-        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-    )
-    log = os.path.join(base, "log")
-    start = subprocess.run(
-        [*prefix, f"{bindir}/pg_ctl", "-D", data, "-l", log, "-o", opts, "-w", "start"],
-        capture_output=True,
-        env=env,
-        cwd=base,
-    )
-    if start.returncode != 0:
-        try:
-            with open(log) as f:
-                tail = f.read()[-2000:]
-        except OSError:
-            tail = ""
-        shutil.rmtree(base, ignore_errors=True)
-        raise RuntimeError(f"pg_ctl start failed: {start.stderr.decode(errors='replace')}\n{tail}")
     try:
-        yield PgServer("127.0.0.1", port, bindir)
-    finally:
         subprocess.run(
-            [*prefix, f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"],
+            [*prefix, f"{bindir}/initdb", "-D", data, "-U", "postgres", "--auth=trust"]
+            + ["-E", "UTF8", "--no-sync", "--locale=C"],
+            check=True,
             capture_output=True,
             env=env,
             cwd=base,
         )
+        opts = (
+            f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={base} "
+            "-c max_connections=200"
+        )
+        if not durable:
+            opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        log = os.path.join(base, "log")
+        start = subprocess.run(
+            [*prefix, f"{bindir}/pg_ctl", "-D", data, "-l", log, "-o", opts, "-w", "start"],
+            capture_output=True,
+            env=env,
+            cwd=base,
+        )
+        if start.returncode != 0:
+            try:
+                with open(log) as f:
+                    tail = f.read()[-2000:]
+            except OSError:
+                tail = ""
+            err = start.stderr.decode(errors="replace")
+            raise RuntimeError(f"pg_ctl start failed: {err}\n{tail}")
+        try:
+            yield PgServer("127.0.0.1", port, bindir)
+        finally:
+            subprocess.run(
+                [*prefix, f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"],
+                capture_output=True,
+                env=env,
+                cwd=base,
+            )
+    finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """Start a PostgreSQL server for the session; stop it at the end."""
+    bindir = find_bindir()
+    if bindir is None:
+        _unavailable("initdb is not installed (Debian: apt-get install postgresql)")
+        raise AssertionError  # unreachable: skip or fail raised
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _unavailable("psycopg is not installed (pip install 'takeback[postgres]')")
+    with running_server(bindir) as server:
+        yield server
 
 
 _count = iter(range(1, 1 << 30))

@@ -41,10 +41,9 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     else:
         spec = request.getfixturevalue("contract_db")
     opened: list[Store] = []
-    counter = iter(range(1000))
 
-    def open_(create: bool = True) -> Store:
-        local = str(tmp_path / f"local{next(counter)}")
+    def open_(create: bool = True, machine: int = 0) -> Store:
+        local = str(tmp_path / f"local{machine}")
         s = open_store(spec, root, local=local, create=create)
         opened.append(s)
         return s
@@ -84,7 +83,7 @@ def test_a_missing_store_is_missing_until_made(opener: Opener) -> None:
 
 
 def test_objects_are_named_by_their_hash_written_once_and_checked(opener: Opener) -> None:
-    a, b = opener(), opener()
+    a, b = opener(), opener(machine=1)
     data = b"hello\n" * 1000
     oid = a.objects.put("blob", data)
     assert oid == hashlib.sha256(data).hexdigest()
@@ -280,10 +279,15 @@ def test_settings_and_the_scan_cache(opener: Opener) -> None:
     assert s.meta.get_kv("dirs-v0") is None
     assert s.meta.dircache_dirs() == ["src"]
     assert s.meta.get_dircache(["src", "gone"]) == {"src": b"rows"}
+    s.close()
+    # The next process on this machine finds the cache where this one left it.
+    again = opener()
+    assert again.meta.get_kv("dirs-v1") == b"cache"
+    assert again.meta.get_dircache(["src"]) == {"src": b"rows"}
 
 
 def test_the_lock_and_the_journal_are_seen_by_another_process(opener: Opener) -> None:
-    a, b = opener(), opener()
+    a, b = opener(), opener(machine=1)
     assert not b.restore_running()
     with a.lock(exclusive=True):
         with a.lock(exclusive=True):  # re-entrant

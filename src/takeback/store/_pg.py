@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import StoreCorruptError, StoreError, StoreMissingError, StoreVersionError
-from ._meta import MetaStore
+from ._meta import SCHEMA_VERSION, MetaStore
 from ._pg_meta import PgConn, PgMeta, PgObjects
 from ._pg_schema import (
     EVENTS_CHANNEL,
@@ -156,8 +156,9 @@ def _open_cache(local: str) -> MetaStore:
             cache = MetaStore(connect(path, create=new))
             if new:
                 cache.init_schema()
-            else:
-                cache.check_schema()
+                cache.set_meta("schema_version", str(SCHEMA_VERSION))
+            elif cache.check_schema() != SCHEMA_VERSION:
+                raise StoreCorruptError(f"{path} is of another version", path=path)
             return cache
         except StoreCorruptError:
             for suffix in ("", "-wal", "-shm"):
