@@ -88,7 +88,10 @@ def running_server(bindir: str, *, durable: bool = False) -> Iterator[PgServer]:
         durable: keep PostgreSQL's default fsync settings (benchmarks); the tests turn
             them off, as nothing they write needs to outlive a power cut.
     """
-    base = tempfile.mkdtemp(prefix="takeback-pg-")
+    # Under /tmp when running as root: the server's user must be able to reach its folder,
+    # which a root-only TMPDIR would not let it.
+    shared_tmp = "/tmp" if os.geteuid() == 0 and os.path.isdir("/tmp") else None
+    base = tempfile.mkdtemp(prefix="takeback-pg-", dir=shared_tmp)
     prefix: list[str] = []
     if os.geteuid() == 0:
         nobody = pwd.getpwnam("nobody")

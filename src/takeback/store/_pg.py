@@ -333,21 +333,26 @@ class PgStore:
         The notification's payload is ``{"key", "id", "event"}``: a listener reads the
         row by its id (a payload has a size limit an event need not keep).
         """
+        sql = (
+            "WITH e AS (INSERT INTO takeback.events(ws, at, data) VALUES (%s,%s,%s) "
+            "RETURNING id) SELECT pg_notify(%s, json_build_object("
+            "'key', %s::text, 'id', e.id, 'event', %s::text)::text) FROM e"
+        )
+        args = (
+            self.ws,
+            time.time(),
+            json.dumps(event, sort_keys=True),
+            EVENTS_CHANNEL,
+            self.key,
+            str(event.get("event", "")),
+        )
         try:
-            with self._pg.conn.transaction():
-                self._pg.run(
-                    "WITH e AS (INSERT INTO takeback.events(ws, at, data) VALUES (%s,%s,%s) "
-                    "RETURNING id) SELECT pg_notify(%s, json_build_object("
-                    "'key', %s::text, 'id', e.id, 'event', %s::text)::text) FROM e",
-                    (
-                        self.ws,
-                        time.time(),
-                        json.dumps(event, sort_keys=True),
-                        EVENTS_CHANNEL,
-                        self.key,
-                        str(event.get("event", "")),
-                    ),
-                )
+            if self._pg.conn.info.transaction_status == 0:  # idle: one statement, its own
+                self._pg.run(sql, args)
+            else:
+                # Inside a transaction: a savepoint, so a failed event cannot end it.
+                with self._pg.conn.transaction():
+                    self._pg.run(sql, args)
         except Exception:  # noqa: BLE001 - an event is never worth a failed operation
             pass
 
