@@ -106,3 +106,15 @@ def test_a_lost_connection_is_a_store_error(pg_url: str, tmp_path: Path, ws_dir:
     with pytest.raises(StoreError, match="failed"):
         store.meta.snapshots()
     store.close()
+
+
+def test_the_store_option_names_a_database_over_the_environment(
+    tb: CLI, ws_dir: Path, pg_url: str
+) -> None:
+    write(ws_dir, "f.txt", "one\n")
+    sid = tb("--store", pg_url, "snapshot", "-m", "in the database").stdout.strip()
+    assert "in the database" in tb("log", "--store", pg_url).stdout
+    assert not tb.store.exists()  # the folder store in the environment was never made
+    write(ws_dir, "f.txt", "two\n")
+    tb("rewind", "--to", sid, "--store", pg_url)
+    assert (ws_dir / "f.txt").read_text() == "one\n"
