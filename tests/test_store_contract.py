@@ -148,6 +148,8 @@ def test_snapshots_by_id_prefix_session_and_order(opener: Opener) -> None:
     assert [x.id[:4] for x in r.meta.snapshots()] == ["0bcd", "aaab", "aaaa"]  # newest first
     assert [x.id[:4] for x in r.meta.snapshots(limit=1)] == ["0bcd"]
     assert [x.id[:4] for x in r.meta.snapshots(limit=2**70)] == ["0bcd", "aaab", "aaaa"]
+    assert [x.id[:4] for x in r.meta.snapshots(limit=-1)] == ["0bcd", "aaab", "aaaa"]
+    assert r.meta.snapshots(limit=0) == []
     assert [x.id[:4] for x in r.meta.snapshots("x")] == ["aaab"]
     latest = r.meta.latest_snapshot()
     assert latest is not None and latest.id[:4] == "0bcd"

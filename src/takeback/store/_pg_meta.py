@@ -322,9 +322,9 @@ class PgMeta:
             sql += " AND session=%s"
             args.append(session)
         sql += " ORDER BY seq DESC"
-        if limit is not None and _storable(limit):
+        if limit is not None and 0 <= limit <= _MAX_INT:  # SQLite reads a negative as none
             sql += " LIMIT %s"
-            args.append(max(limit, 0))
+            args.append(limit)
         return [_snap(r) for r in self.pg.run(sql, args)]
 
     # -- sessions and steps ----------------------------------------------------------
