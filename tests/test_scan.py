@@ -8,16 +8,16 @@ from pathlib import Path
 
 from takeback.ops import Options, scan
 from takeback.scan import CACHE_KEY, GRANULARITY_NS
-from takeback.store import Store
+from takeback.store import FolderStore
 
 
-def make(tmp_path: Path, n: int = 20) -> tuple[Path, Store]:
+def make(tmp_path: Path, n: int = 20) -> tuple[Path, FolderStore]:
     root = tmp_path / "ws"
     for d in range(4):
         (root / f"d{d}").mkdir(parents=True)
         for i in range(n // 4):
             (root / f"d{d}" / f"f{i}.txt").write_text(f"{d} {i}\n")
-    store = Store.open(str(tmp_path / "store"), str(root), create=True)
+    store = FolderStore.open(str(tmp_path / "store"), str(root), create=True)
     return root, store
 
 

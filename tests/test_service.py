@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from takeback import ServicePaths, ask_service
 from takeback.integrations import _service
 from takeback.ops import Options, scan
-from takeback.store import Store
+from takeback.store import FolderStore
 
 from ._service import alive, full_tree, running_service, stop_for_good
 from .conftest import CLI, files_state
@@ -144,7 +144,7 @@ def test_a_snapshot_the_service_feeds_equals_a_full_scan(
     root, outside = base / "ws", base / "outside"
     _seed_tree(root)
     outside.mkdir()
-    store = Store.open(str(base / "store"), str(root), create=True)
+    store = FolderStore.open(str(base / "store"), str(root), create=True)
     opts = Options()
     try:
         with running_service(root, base / "store"):
@@ -190,7 +190,7 @@ def _scan(tb: CLI) -> dict[str, str]:
 
 def _same_as_full(tb: CLI, store_dir: Path, ws: Path) -> None:
     """The latest snapshot's tree is what a scan with no cache finds now."""
-    store = Store.open(str(store_dir), str(ws), create=False)
+    store = FolderStore.open(str(store_dir), str(ws), create=False)
     try:
         latest = store.meta.latest_snapshot()
         assert latest is not None and latest.tree == full_tree(store)

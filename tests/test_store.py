@@ -16,11 +16,11 @@ from takeback.errors import (
     StoreMissingError,
     StoreVersionError,
 )
-from takeback.store import Store
+from takeback.store import FolderStore
 
 
 def test_objects_round_trip_and_are_named_by_their_sha256(tmp_path: Path) -> None:
-    store = Store.open(str(tmp_path / "s"), "/root-a", create=True)
+    store = FolderStore.open(str(tmp_path / "s"), "/root-a", create=True)
     data = b"hello\n" * 1000
     oid = store.objects.put("blob", data)
     assert oid == hashlib.sha256(data).hexdigest()
@@ -34,14 +34,14 @@ def test_objects_round_trip_and_are_named_by_their_sha256(tmp_path: Path) -> Non
 
 def test_a_tampered_object_fails_its_check(tmp_path: Path) -> None:
     path = tmp_path / "s"
-    store = Store.open(str(path), "/r", create=True)
+    store = FolderStore.open(str(path), "/r", create=True)
     oid = store.objects.put("blob", b"original")
     store.close()
     conn = sqlite3.connect(path / "objects.db")
     conn.execute("UPDATE objects SET data=? WHERE oid=?", (b"not zstd at all", oid))
     conn.commit()
     conn.close()
-    store = Store.open(str(path), "/r", create=False)
+    store = FolderStore.open(str(path), "/r", create=False)
     with pytest.raises(StoreCorruptError, match="damaged"):
         store.objects.get(oid)
     with pytest.raises(StoreCorruptError, match="missing"):
@@ -52,32 +52,32 @@ def test_a_tampered_object_fails_its_check(tmp_path: Path) -> None:
 def test_missing_newer_and_foreign_stores_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "s"
     with pytest.raises(StoreMissingError):
-        Store.open(str(path), "/r", create=False)
-    Store.open(str(path), "/r", create=True).close()
+        FolderStore.open(str(path), "/r", create=False)
+    FolderStore.open(str(path), "/r", create=True).close()
     with pytest.raises(RootMismatchError):
-        Store.open(str(path), "/other", create=False)
+        FolderStore.open(str(path), "/other", create=False)
     marker = path / "store.json"
     info = json.loads(marker.read_text())
     info["format"] = 99
     marker.write_text(json.dumps(info))
     with pytest.raises(StoreVersionError):
-        Store.open(str(path), "/r", create=False)
+        FolderStore.open(str(path), "/r", create=False)
     marker.write_text("{not json")
     with pytest.raises(StoreCorruptError):
-        Store.open(str(path), "/r", create=False)
+        FolderStore.open(str(path), "/r", create=False)
 
 
 def test_a_store_without_its_databases_is_corrupt(tmp_path: Path) -> None:
     path = tmp_path / "s"
-    Store.open(str(path), "/r", create=True).close()
+    FolderStore.open(str(path), "/r", create=True).close()
     (path / "objects.db").unlink()
     with pytest.raises(StoreCorruptError, match="objects.db is missing"):
-        Store.open(str(path), "/r", create=False)
+        FolderStore.open(str(path), "/r", create=False)
 
 
 def test_store_files_are_private(tmp_path: Path) -> None:
     path = tmp_path / "s"
-    store = Store.open(str(path), "/r", create=True)
+    store = FolderStore.open(str(path), "/r", create=True)
     store.objects.put("blob", b"x")
     store.objects.flush()
     with store.lock(exclusive=True):
@@ -95,7 +95,7 @@ def test_a_new_version_is_stored_as_a_small_delta_and_reads_back_exactly(tmp_pat
 
     from takeback.store._objects import MAX_DEPTH
 
-    store = Store.open(str(tmp_path / "s"), "/r", create=True)
+    store = FolderStore.open(str(tmp_path / "s"), "/r", create=True)
     rng = random.Random(5)
     text = "".join(f"line {rng.random()}\n" for _ in range(400)).encode()
     ids = [store.objects.put("blob", text)]
@@ -105,7 +105,7 @@ def test_a_new_version_is_stored_as_a_small_delta_and_reads_back_exactly(tmp_pat
         versions.append(text)
         ids.append(store.objects.put("blob", text, base=ids[-1]))
     store.close()
-    store = Store.open(str(tmp_path / "s"), "/r", create=False)
+    store = FolderStore.open(str(tmp_path / "s"), "/r", create=False)
     for oid, data in zip(ids, versions, strict=True):
         assert store.objects.get(oid) == data
     rows = dict(store.objects.conn.execute("SELECT oid, length(data) FROM objects"))
@@ -117,7 +117,7 @@ def test_a_new_version_is_stored_as_a_small_delta_and_reads_back_exactly(tmp_pat
 
 def test_a_damaged_base_fails_the_objects_built_on_it(tmp_path: Path) -> None:
     path = tmp_path / "s"
-    store = Store.open(str(path), "/r", create=True)
+    store = FolderStore.open(str(path), "/r", create=True)
     base = store.objects.put("blob", b"x" * 5000 + b"tail\n")
     child = store.objects.put("blob", b"x" * 5000 + b"tail, edited\n", base=base)
     store.close()
@@ -125,7 +125,7 @@ def test_a_damaged_base_fails_the_objects_built_on_it(tmp_path: Path) -> None:
     conn.execute("UPDATE objects SET data=? WHERE oid=?", (b"garbage", base))
     conn.commit()
     conn.close()
-    store = Store.open(str(path), "/r", create=False)
+    store = FolderStore.open(str(path), "/r", create=False)
     with pytest.raises(StoreCorruptError):
         store.objects.get(child)
     store.close()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from takeback import Workspace
-from takeback.store import Store
+from takeback.store import FolderStore
 from takeback.store._meta import SCHEMA_VERSION
 
 #: (database file name, statement) in the order SQLite ran them
@@ -72,7 +72,7 @@ def test_opening_a_current_store_is_one_query_per_database(
 ) -> None:
     root = _recorded(ws_dir, store_dir)
     trace.clear()
-    store = Store.open(str(store_dir), root, create=False)
+    store = FolderStore.open(str(store_dir), root, create=False)
     try:
         opened = _by_file(trace)
         # meta.db: the schema version and the table count, in one query; objects.db:
@@ -92,7 +92,7 @@ def test_the_first_write_of_an_opened_store_is_durable_and_checks_references(
     ws_dir: Path, store_dir: Path, trace: Trace
 ) -> None:
     root = _recorded(ws_dir, store_dir)
-    store = Store.open(str(store_dir), root, create=False)
+    store = FolderStore.open(str(store_dir), root, create=False)
     try:
         trace.clear()
         with store.meta.tx():
@@ -141,7 +141,7 @@ def test_an_older_store_is_upgraded_once_then_opens_in_one_query(
     assert "unreadable_count" not in _columns(store_dir / "meta.db", "snapshots")
 
     trace.clear()
-    Store.open(str(store_dir), root, create=False).close()
+    FolderStore.open(str(store_dir), root, create=False).close()
     upgrade = _by_file(trace)
     assert any("ALTER TABLE snapshots ADD COLUMN unreadable_count" in s for s in upgrade["meta.db"])
     assert any("ALTER TABLE objects ADD COLUMN base" in s for s in upgrade["objects.db"])
@@ -152,7 +152,7 @@ def test_an_older_store_is_upgraded_once_then_opens_in_one_query(
     assert {"base", "depth"} <= _columns(store_dir / "objects.db", "objects")
 
     trace.clear()
-    store = Store.open(str(store_dir), root, create=False)
+    store = FolderStore.open(str(store_dir), root, create=False)
     try:
         assert [name for name, _sql in trace] == ["objects.db", "meta.db"]
         assert not any("ALTER" in sql for _name, sql in trace)
@@ -176,6 +176,6 @@ def test_an_older_store_that_lacks_nothing_is_only_marked(
     conn.commit()
     conn.close()
     trace.clear()
-    Store.open(str(store_dir), root, create=False).close()
+    FolderStore.open(str(store_dir), root, create=False).close()
     assert not any("ALTER" in sql for _name, sql in trace)
     assert _version(store_dir) == "3"

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from .model import Change, Entry, Plan, PlanItem, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
-    from .ops import DiffResult, FileDiff, TurnOpResult
+    from .ops import CopyResult, DiffResult, FileDiff, TurnOpResult
     from .scan._service import ServicePaths, ServiceReply, ask_service
     from .scan._watcher import Watcher
     from .workspace import (
@@ -36,12 +36,14 @@ if TYPE_CHECKING:
         Step,
         Turn,
         Workspace,
+        copy_history,
         find_root,
     )
 
 _WHERE = {
     "Change": "model",
     "ConflictError": "errors",
+    "CopyResult": "ops",
     "DEFAULT_SESSION": "workspace",
     "DiffResult": "ops",
     "Entry": "model",
@@ -73,12 +75,14 @@ _WHERE = {
     "Watcher": "scan._watcher",
     "Workspace": "workspace",
     "ask_service": "scan._service",
+    "copy_history": "workspace",
     "find_root": "workspace",
 }
 
 __all__ = [
     "Change",
     "ConflictError",
+    "CopyResult",
     "DEFAULT_SESSION",
     "DiffResult",
     "Entry",
@@ -111,6 +115,7 @@ __all__ = [
     "Workspace",
     "__version__",
     "ask_service",
+    "copy_history",
     "find_root",
 ]
 

@@ -19,7 +19,17 @@ from ._session import Session, Step, Turn
 from .errors import PathError, ScanError, StoreMissingError, TakebackError, UsageError
 from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import DiffResult, FileDiff, Options, Resolved
-from .store import Store, default_store_path, moved_here, read_marker, rehome
+from .store import (
+    Store,
+    default_store_path,
+    find_database_root,
+    is_database_url,
+    local_store_path,
+    moved_here,
+    open_store,
+    read_marker,
+    rehome,
+)
 
 DEFAULT_SESSION = "default"
 
@@ -83,6 +93,8 @@ def find_root(
     itself (a new workspace).
     """
     here = os.path.realpath(os.fspath(start))
+    if isinstance(store, str) and is_database_url(store):
+        return find_database_root(store, here, data_dir or default_data_dir()) or here
     if store is not None:
         try:
             with open(os.path.join(os.fspath(store), "store.json"), "rb") as f:
@@ -101,6 +113,60 @@ def find_root(
         if parent == cur:
             return here
         cur = parent
+
+
+def copy_history(
+    root: str | os.PathLike[str],
+    source: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    *,
+    data_dir: str | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ops.CopyResult:
+    """Copy a workspace's whole history from one store to another, verifying every object.
+
+    Either store may be a folder or a PostgreSQL database (``postgresql://...``); the
+    target must hold no history for the workspace yet (a folder target is made). Every
+    object is read from the source through its hash check, and once written, read back
+    from a fresh opening of the target through its own.
+
+    Args:
+        root: the workspace.
+        source: the store to copy from.
+        target: the store to copy into.
+        data_dir: where local folders live (default: the platform's user data folder).
+        on_progress: called with (objects copied, objects in all).
+
+    Raises:
+        StoreMissingError: the source holds no history for the workspace.
+        UsageError: the target already holds one, or source and target are the same.
+        StoreCorruptError: an object fails its check (in the source, or once copied).
+    """
+    real = os.path.realpath(os.fspath(root))
+    local = local_store_path(real, data_dir or default_data_dir())
+
+    def spec(s: str | os.PathLike[str]) -> str:
+        text = os.fspath(s)
+        return text if is_database_url(text) else os.path.realpath(text)
+
+    src_spec, dst_spec = spec(source), spec(target)
+    if src_spec == dst_spec:
+        raise UsageError(f"source and target are the same store: {src_spec}")
+    src = open_store(src_spec, real, local=local, create=False)
+    try:
+        dst = open_store(dst_spec, real, local=local, create=True)
+        try:
+            result, oids = ops.copy_history(src, dst, on_progress=on_progress)
+        finally:
+            dst.close()
+        fresh = open_store(dst_spec, real, local=local, create=False)
+        try:
+            result.verified = ops.verify_objects(fresh, oids)
+        finally:
+            fresh.close()
+    finally:
+        src.close()
+    return result
 
 
 def find_moved_store(root: str, data_dir: str) -> tuple[str, str] | None:
@@ -128,7 +194,9 @@ class Workspace:
 
     Args:
         root: the folder (made absolute and real).
-        store: the store folder; default: one per workspace in the user's data folder.
+        store: the store folder (default: one per workspace in the user's data folder),
+            or a PostgreSQL database, ``postgresql://...`` (``#key`` names the workspace
+            in it; default: its root path), whose local folder is in the data folder.
         data_dir: where default stores live (default: the platform's user data folder).
         max_file_bytes: files larger than this are counted and named but not kept.
         exclude_env: leave ``.env`` and ``.env.*`` files out of every snapshot.
@@ -152,7 +220,12 @@ class Workspace:
         self.root = real
         self._data_dir = data_dir
         self._default_store = store is None
-        if store is not None:
+        #: the database a shared store is in (None: a folder store)
+        self.store_url: str | None = None
+        if isinstance(store, str) and is_database_url(store):
+            self.store_url = store
+            self.store_path = local_store_path(real, data_dir or default_data_dir())
+        elif store is not None:
             self.store_path = os.path.realpath(os.fspath(store))
         else:
             self.store_path = default_store_path(real, data_dir or default_data_dir())
@@ -181,7 +254,12 @@ class Workspace:
         """
         if self._store is None:
             try:
-                self._store = Store.open(self.store_path, self.root, create=create)
+                self._store = open_store(
+                    self.store_url or self.store_path,
+                    self.root,
+                    local=self.store_path,
+                    create=create,
+                )
             except StoreMissingError as e:
                 moved = self.moved_store() if self._default_store else None
                 if moved is None:
@@ -219,6 +297,11 @@ class Workspace:
             StoreCorruptError: the store's marker is unreadable.
         """
         self.close()
+        if self.store_url is not None:
+            raise UsageError(
+                "a database store finds a workspace by its key, not by its folder: "
+                "nothing to adopt (name the key with #key after the address)"
+            )
         if store is None:
             found = self.moved_store()
             if found is None:
@@ -255,6 +338,12 @@ class Workspace:
 
     def has_store(self) -> bool:
         """Return whether a store exists for this workspace."""
+        if self.store_url is not None:
+            try:
+                self.open_store()
+            except StoreMissingError:
+                return False
+            return True
         return os.path.exists(os.path.join(self.store_path, "store.json"))
 
     def close(self) -> None:

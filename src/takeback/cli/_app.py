@@ -35,6 +35,7 @@ COMMANDS = {
     "adopt": "adopt_cmd",
     "ui": "ui_cmd",
     "service": "service_cmd",
+    "store": "store_cmd",
 }
 
 SCHEMA = 1

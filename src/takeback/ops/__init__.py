@@ -8,6 +8,7 @@ Every operation that writes the workspace builds moves for the one restore engin
 
 from __future__ import annotations
 
+from ._copy import CopyResult, copy_history, verify_objects
 from ._diff import DiffResult, FileDiff, diff, read_entry, turn_diff
 from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
 from ._refs import Resolved, resolve
@@ -36,6 +37,9 @@ from ._turns import (
 )
 
 __all__ = [
+    "CopyResult",
+    "copy_history",
+    "verify_objects",
     "DEFAULT_MAX_FILE_BYTES",
     "DiffResult",
     "FileDiff",

@@ -56,7 +56,7 @@ from ._snapshot import Recording, scan, take
 from ._treediff import diff_trees, lookup
 
 if TYPE_CHECKING:
-    from ..store._meta import MetaStore
+    from ..store import Meta
 
 
 @dataclass
@@ -208,7 +208,7 @@ def _run(
     target_tree: str | None,
     prune: bool,
     data: dict[str, Any],
-    on_done: Callable[[MetaStore], None],
+    on_done: Callable[[Meta], None],
     record_as: str | None = None,
     record_state: str = "active",
     created: Callable[[str], bool] | None = None,
@@ -486,7 +486,7 @@ def undo(
                 raise UsageError(f"turn {t.n} did not change {file}")
         n = t.n
 
-        def on_done(meta: MetaStore) -> None:
+        def on_done(meta: Meta) -> None:
             if file is None:
                 meta.set_turn_state(session, n, "undone")
 
@@ -570,7 +570,7 @@ def redo(
             if c[0] in took and (file is None or c[0] == file)
         ]
 
-        def on_done(meta: MetaStore) -> None:
+        def on_done(meta: Meta) -> None:
             meta.set_op_state(op_id, "redone")
             if file is None:
                 meta.set_turn_state(session, n, "done")
@@ -688,7 +688,7 @@ def revert(
                 who[p] = t.n
         nums = [t.n for t in turns]
 
-        def on_done(meta: MetaStore) -> None:
+        def on_done(meta: Meta) -> None:
             for n in nums:
                 meta.set_turn_state(session, n, "reverted")
 
@@ -747,7 +747,7 @@ def _move_revert(
     after = [t.n for t in live if t.n > to_turn]
     first_later = next((t for t in live if t.n > to_turn), None)
 
-    def on_done(meta: MetaStore) -> None:
+    def on_done(meta: Meta) -> None:
         for t in live:
             meta.set_turn_state(session, t.n, "reverted" if t.n > to_turn else "done")
         meta.update_op(op_id, after, {**data, "to_turn": to_turn})
@@ -807,7 +807,7 @@ def unrevert(
         merged, _tree = _merged_back(store, op_data, pre)
         first.update({p: e for p, e in merged.items() if p in first})
 
-        def on_done(meta: MetaStore) -> None:
+        def on_done(meta: Meta) -> None:
             meta.set_op_state(op_id, "unreverted")
             for n in turns:
                 meta.set_turn_state(session, n, "done")

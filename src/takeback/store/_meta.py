@@ -23,6 +23,7 @@ from ..model import (
     TurnState,
     change_kind,
 )
+from ._copy import COPY_TABLES
 from ._sqlite import Tx, columns, damaged, db_path, tables
 
 #: The version of both databases' tables. 1: a store from before it counted columns,
@@ -777,3 +778,16 @@ class MetaStore:
     def set_op_state(self, op_id: int, state: str) -> None:
         """Mark an op (active, redone, unreverted, final)."""
         self.conn.execute("UPDATE ops SET state=? WHERE id=?", (state, op_id))
+
+    # -- copying a history -----------------------------------------------------------
+
+    def copy_rows(self, table: str) -> list[tuple[Any, ...]]:
+        """Return every row of a table (``COPY_TABLES``' columns), in the order written."""
+        cols = ", ".join(COPY_TABLES[table])
+        return [tuple(r) for r in self.conn.execute(f"SELECT {cols} FROM {table} ORDER BY rowid")]
+
+    def add_copied_rows(self, table: str, rows: list[tuple[Any, ...]]) -> None:
+        """Insert rows :meth:`copy_rows` (of any store) returned, keeping their order."""
+        cols = COPY_TABLES[table]
+        marks = ",".join("?" * len(cols))
+        self.conn.executemany(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({marks})", rows)

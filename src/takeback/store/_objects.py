@@ -56,11 +56,15 @@ class _Pending(NamedTuple):
     depth: int
 
 
-class ObjectStore:
-    """Blobs and trees by id. Writes are batched; ``flush()`` commits what is pending."""
+class PackedObjects:
+    """Blobs and trees by id, packed as rows; writes are batched, ``flush()`` commits them.
 
-    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
-        self.conn = conn
+    What every store's objects share (zstd, deltas, the batch, the caches, the hash check
+    on read); a store's rows are read and written by the five ``_row*`` methods its
+    subclass gives (:class:`ObjectStore` here, SQLite; the PostgreSQL store's).
+    """
+
+    def __init__(self, path: str) -> None:
         self.path = path
         # zstandard loads on first use: an unchanged snapshot neither writes nor reads an
         # object, and start-up time is paid on every hook call.
@@ -72,43 +76,29 @@ class ObjectStore:
         self._trees: OrderedDict[str, Tree] = OrderedDict()
         self._raw: OrderedDict[str, bytes] = OrderedDict()
 
-    def init_schema(self) -> None:
-        """Create the table of a new store (idempotent: a creation cut short is finished)."""
-        self.conn.executescript(_SCHEMA)
-        if self._lacks_deltas():
-            self._add_delta_columns()
+    # -- rows (one store's dialect) --------------------------------------------------
 
-    def check_schema(self) -> None:
-        """Check an existing store's table in one query; nothing is created or changed.
+    def _row_exists(self, oid: str) -> bool:
+        raise NotImplementedError
 
-        Its columns are the metadata's schema version's business (see :meth:`upgrade`).
+    def _row_depth(self, oid: str) -> int | None:
+        raise NotImplementedError
 
-        Raises:
-            StoreCorruptError: the objects table is missing (the file is damaged).
-        """
-        (present,) = self.conn.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='objects'"
-        ).fetchone()
-        if not present:
-            raise damaged(self.path, "has lost its table: objects")
+    def _row(self, oid: str) -> tuple[bytes, str | None] | None:
+        """Return an object's stored bytes and base (None: no such row)."""
+        raise NotImplementedError
 
-    def upgrade(self) -> None:
-        """Add the columns a store made before deltas lacks (in one transaction).
+    def _insert_rows(self, rows: list[tuple[str, str, int, bytes, str | None, int]]) -> None:
+        """Insert rows in one transaction; a row whose id exists is left as it is."""
+        raise NotImplementedError
 
-        Raises:
-            StoreError: a column is missing and the store cannot be written.
-        """
-        if self._lacks_deltas():
-            with Tx(self.conn):
-                self._add_delta_columns()
+    def _replace_row(self, oid: str, kind: str, size: int, packed: bytes) -> bool:
+        """Write a whole (not delta) row over whatever is there; return whether it was."""
+        raise NotImplementedError
 
-    def _lacks_deltas(self) -> bool:
-        """Whether the table is from a store made before deltas."""
-        return "base" not in columns(self.conn, "objects")
-
-    def _add_delta_columns(self) -> None:
-        self.conn.execute("ALTER TABLE objects ADD COLUMN base TEXT")
-        self.conn.execute("ALTER TABLE objects ADD COLUMN depth INTEGER NOT NULL DEFAULT 0")
+    def entries(self) -> list[tuple[str, str, str | None]]:
+        """Return every committed object: (id, kind, base), each base before its deltas."""
+        raise NotImplementedError
 
     def _z(self) -> Any:
         if self._zstd is None:
@@ -123,10 +113,7 @@ class ObjectStore:
 
     def has(self, oid: str) -> bool:
         """Return whether the object exists (committed or pending)."""
-        if oid in self._pending:
-            return True
-        row = self.conn.execute("SELECT 1 FROM objects WHERE oid=?", (oid,)).fetchone()
-        return row is not None
+        return oid in self._pending or self._row_exists(oid)
 
     def put(self, kind: str, data: bytes, oid: str | None = None, base: str | None = None) -> str:
         """Add an object (if new) and return its id.
@@ -167,8 +154,7 @@ class ObjectStore:
         pending = self._pending.get(oid)
         if pending is not None:
             return pending.depth
-        row = self.conn.execute("SELECT depth FROM objects WHERE oid=?", (oid,)).fetchone()
-        return None if row is None else int(row[0])
+        return self._row_depth(oid)
 
     def flush(self) -> None:
         """Commit pending objects in one transaction (in put order: a base comes first)."""
@@ -176,12 +162,7 @@ class ObjectStore:
             return
         rows = [(oid, *p) for oid, p in self._pending.items()]
         try:
-            with Tx(self.conn) as c:
-                c.executemany(
-                    "INSERT OR IGNORE INTO objects(oid, kind, size, data, base, depth) "
-                    "VALUES (?,?,?,?,?,?)",
-                    rows,
-                )
+            self._insert_rows(rows)
         finally:
             # Written or not, these are dropped: a failed batch fails its snapshot, and
             # nothing may refer to objects that were never committed.
@@ -201,17 +182,7 @@ class ObjectStore:
         self._raw.pop(oid, None)
         self._trees.pop(oid, None)
         self._z()
-        packed = self._cctx.compress(data)
-        try:
-            with Tx(self.conn) as c:
-                c.execute(
-                    "INSERT OR REPLACE INTO objects(oid, kind, size, data, base, depth) "
-                    "VALUES (?,?,?,?,NULL,0)",
-                    (oid, kind, len(data), packed),
-                )
-        except sqlite3.Error:
-            return False
-        return True
+        return self._replace_row(oid, kind, len(data), self._cctx.compress(data))
 
     # -- reading ---------------------------------------------------------------------
 
@@ -229,7 +200,7 @@ class ObjectStore:
         if pending is not None:
             packed, base = pending.data, pending.base
         else:
-            row = self.conn.execute("SELECT data, base FROM objects WHERE oid=?", (oid,)).fetchone()
+            row = self._row(oid)
             if row is None:
                 raise StoreCorruptError(
                     f"store object {oid[:12]} is missing", path=self.path, expected=oid
@@ -281,3 +252,85 @@ class ObjectStore:
         if len(self._trees) > _TREE_CACHE:
             self._trees.popitem(last=False)
         return tree
+
+
+class ObjectStore(PackedObjects):
+    """The folder store's objects: rows of ``objects.db`` (SQLite, WAL)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        super().__init__(path)
+        self.conn = conn
+
+    def init_schema(self) -> None:
+        """Create the table of a new store (idempotent: a creation cut short is finished)."""
+        self.conn.executescript(_SCHEMA)
+        if self._lacks_deltas():
+            self._add_delta_columns()
+
+    def check_schema(self) -> None:
+        """Check an existing store's table in one query; nothing is created or changed.
+
+        Its columns are the metadata's schema version's business (see :meth:`upgrade`).
+
+        Raises:
+            StoreCorruptError: the objects table is missing (the file is damaged).
+        """
+        (present,) = self.conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='objects'"
+        ).fetchone()
+        if not present:
+            raise damaged(self.path, "has lost its table: objects")
+
+    def upgrade(self) -> None:
+        """Add the columns a store made before deltas lacks (in one transaction).
+
+        Raises:
+            StoreError: a column is missing and the store cannot be written.
+        """
+        if self._lacks_deltas():
+            with Tx(self.conn):
+                self._add_delta_columns()
+
+    def _lacks_deltas(self) -> bool:
+        """Whether the table is from a store made before deltas."""
+        return "base" not in columns(self.conn, "objects")
+
+    def _add_delta_columns(self) -> None:
+        self.conn.execute("ALTER TABLE objects ADD COLUMN base TEXT")
+        self.conn.execute("ALTER TABLE objects ADD COLUMN depth INTEGER NOT NULL DEFAULT 0")
+
+    def _row_exists(self, oid: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM objects WHERE oid=?", (oid,)).fetchone() is not None
+
+    def _row_depth(self, oid: str) -> int | None:
+        row = self.conn.execute("SELECT depth FROM objects WHERE oid=?", (oid,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def _row(self, oid: str) -> tuple[bytes, str | None] | None:
+        row = self.conn.execute("SELECT data, base FROM objects WHERE oid=?", (oid,)).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def _insert_rows(self, rows: list[tuple[str, str, int, bytes, str | None, int]]) -> None:
+        with Tx(self.conn) as c:
+            c.executemany(
+                "INSERT OR IGNORE INTO objects(oid, kind, size, data, base, depth) "
+                "VALUES (?,?,?,?,?,?)",
+                rows,
+            )
+
+    def _replace_row(self, oid: str, kind: str, size: int, packed: bytes) -> bool:
+        try:
+            with Tx(self.conn) as c:
+                c.execute(
+                    "INSERT OR REPLACE INTO objects(oid, kind, size, data, base, depth) "
+                    "VALUES (?,?,?,?,NULL,0)",
+                    (oid, kind, size, packed),
+                )
+        except sqlite3.Error:
+            return False
+        return True
+
+    def entries(self) -> list[tuple[str, str, str | None]]:
+        """Return every committed object: (id, kind, base), each base before its deltas."""
+        rows = self.conn.execute("SELECT oid, kind, base FROM objects ORDER BY depth, oid")
+        return [(r[0], r[1], r[2]) for r in rows]

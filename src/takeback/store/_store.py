@@ -98,8 +98,8 @@ def _writable(path: str) -> bool:
     return all(os.access(os.path.join(path, name), os.W_OK) for name in ("objects.db", "meta.db"))
 
 
-class Store:
-    """An open store: its object store, its metadata, and the files beside them."""
+class FolderStore:
+    """An open folder store: its object store, its metadata, and the files beside them."""
 
     def __init__(self, path: str, root: str, objects: ObjectStore, meta: MetaStore) -> None:
         self.path = path
@@ -111,8 +111,13 @@ class Store:
         #: opened for reading only (the store cannot be written)
         self.readonly = False
 
+    @property
+    def url(self) -> str:
+        """Where the history lives: this folder."""
+        return self.path
+
     @classmethod
-    def open(cls, path: str, root: str, *, create: bool) -> Store:
+    def open(cls, path: str, root: str, *, create: bool) -> FolderStore:
         """Open the store at ``path`` for workspace ``root``, making it if ``create``.
 
         A store is made only where there is no ``store.json``; an existing one is opened
@@ -215,7 +220,7 @@ class Store:
         return store
 
     @classmethod
-    def _create(cls, path: str, root: str) -> Store:
+    def _create(cls, path: str, root: str) -> FolderStore:
         try:
             os.makedirs(path, mode=0o700, exist_ok=True)
             os.chmod(path, 0o700)

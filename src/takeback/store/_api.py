@@ -1,0 +1,199 @@
+"""Store layer: the store seam, the three interfaces every store meets.
+
+The use cases (``ops/``) and the API see a store only through these: :class:`Store` (the
+lock, the journal, the event log, and its two halves), :class:`Objects` (content-addressed
+blobs and trees) and :class:`Meta` (snapshots, sessions, turns, touches, change lists, ops,
+the scan's cache). Two stores meet them: the folder store (``_store.py``, SQLite files in
+one folder) and the PostgreSQL store (``_pg*.py``, one database that several servers
+share). ``tests/test_store_contract.py`` runs one suite against both.
+
+A method here is small and named for one question or one write; a new store feature is a
+new method on each of the three classes that meet it, never a query outside them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..model import Change, SessionInfo, SnapshotInfo, StepInfo, Tree
+    from ._meta import ChangeRow, OpRow, TouchRow, TurnRow
+
+
+class Objects(Protocol):
+    """Blobs and trees by the SHA-256 of their content, written once, checked on read."""
+
+    def has(self, oid: str) -> bool:
+        """Return whether the object exists (committed or pending)."""
+        ...
+
+    def put(self, kind: str, data: bytes, oid: str | None = None, base: str | None = None) -> str:
+        """Add an object (if new), maybe as a delta against ``base``; return its id."""
+        ...
+
+    def flush(self) -> None:
+        """Commit the objects put so far (before anything that names them)."""
+        ...
+
+    def repair(self, kind: str, data: bytes) -> bool:
+        """Store ``data`` again, whole, over a damaged copy; return whether it was written."""
+        ...
+
+    def get(self, oid: str) -> bytes:
+        """Return an object's bytes, checked against its id (StoreCorruptError if not)."""
+        ...
+
+    def get_tree(self, oid: str) -> Tree:
+        """Return a decoded tree."""
+        ...
+
+    def entries(self) -> list[tuple[str, str, str | None]]:
+        """Return every committed object: (id, kind, base), each base before its deltas."""
+        ...
+
+
+class Meta(Protocol):
+    """Typed queries over the history's rows, and the scan's cache."""
+
+    def tx(self) -> AbstractContextManager[Any]:
+        """Return a write transaction: the block's writes are committed together or not."""
+        ...
+
+    # store-level settings and the scan's cache (kept per machine by a shared store)
+    def get_meta(self, key: str) -> str | None: ...  # noqa: D102
+    def set_meta(self, key: str, value: str) -> None: ...  # noqa: D102
+    def get_kv(self, key: str) -> bytes | None: ...  # noqa: D102
+    def set_kv(self, key: str, value: bytes) -> None: ...  # noqa: D102
+    def drop_kv_except(self, keep: str, *, prefix: str) -> bool: ...  # noqa: D102
+    def dircache_dirs(self) -> list[str]: ...  # noqa: D102
+    def get_dircache(self, dirs: Iterable[str]) -> dict[str, bytes]: ...  # noqa: D102
+    def put_dircache(self, rows: dict[str, bytes | None]) -> None: ...  # noqa: D102
+
+    # snapshots
+    def add_snapshot(self, s: SnapshotInfo) -> None: ...  # noqa: D102
+    def snapshot(self, sid: str) -> SnapshotInfo | None: ...  # noqa: D102
+    def snapshot_ids_with_prefix(self, prefix: str) -> list[str]: ...  # noqa: D102
+    def latest_snapshot(self, session: str | None = None) -> SnapshotInfo | None: ...  # noqa: D102
+    def snapshots(  # noqa: D102
+        self, session: str | None = None, limit: int | None = None
+    ) -> list[SnapshotInfo]: ...
+
+    # sessions and steps
+    def session(self, name: str) -> SessionInfo | None: ...  # noqa: D102
+    def sessions(self) -> list[SessionInfo]: ...  # noqa: D102
+    def add_session(self, s: SessionInfo) -> None: ...  # noqa: D102
+    def next_step(self, session: str) -> int: ...  # noqa: D102
+    def add_step(self, st: StepInfo) -> None: ...  # noqa: D102
+    def written_since(self, at: float) -> dict[str, str | None]: ...  # noqa: D102
+    def last_recording_session(self) -> str | None: ...  # noqa: D102
+    def last_ended_turn_session(self) -> str | None: ...  # noqa: D102
+    def set_step_start(  # noqa: D102
+        self, session: str, n: int, *, before: str, turn: int | None
+    ) -> None: ...
+    def finish_step(  # noqa: D102
+        self, session: str, n: int, after: str | None, exit_code: int | None
+    ) -> None: ...
+    def step(self, session: str, n: int) -> StepInfo | None: ...  # noqa: D102
+    def steps(self, session: str) -> list[StepInfo]: ...  # noqa: D102
+
+    # turns, touches, change lists, ops
+    def turn_row(self, session: str, n: int) -> TurnRow | None: ...  # noqa: D102
+    def turn_rows(self, session: str) -> list[TurnRow]: ...  # noqa: D102
+    def turn_end_times(self, session: str) -> dict[int, float]: ...  # noqa: D102
+    def add_turn(  # noqa: D102
+        self, session: str, n: int, label: str, before: str | None, at: float
+    ) -> None: ...
+    def set_turn_state(  # noqa: D102
+        self, session: str, n: int, state: str, *, ended: float | None = None
+    ) -> None: ...
+    def add_touch(  # noqa: D102
+        self,
+        session: str,
+        turn: int,
+        path: str,
+        state: str | None,
+        tool_call_id: str | None,
+        *,
+        at: float | None = None,
+    ) -> bool: ...
+    def claimed_by_others(self, session: str, since: float) -> set[str]: ...  # noqa: D102
+    def touches(self, session: str, turn: int) -> dict[str, TouchRow]: ...  # noqa: D102
+    def set_changes(self, session: str, turn: int, rows: Iterable[ChangeRow]) -> None: ...  # noqa: D102
+    def change_rows(self, session: str, turn: int) -> list[ChangeRow]: ...  # noqa: D102
+    def changes(self, session: str, turn: int) -> list[Change]: ...  # noqa: D102
+    def add_op(  # noqa: D102
+        self,
+        session: str,
+        kind: str,
+        turns: list[int],
+        pre: str | None,
+        data: dict[str, Any],
+        at: float,
+    ) -> int: ...
+    def ops(  # noqa: D102
+        self, session: str, kind: str | None = None, state: str | None = None
+    ) -> list[OpRow]: ...
+    def op_times(self, session: str) -> dict[int, float]: ...  # noqa: D102
+    def update_op(self, op_id: int, turns: list[int], data: dict[str, Any]) -> None: ...  # noqa: D102
+    def set_op_state(self, op_id: int, state: str) -> None: ...  # noqa: D102
+
+    # copying a history between stores (the tables of ``_copy.COPY_TABLES``)
+    def copy_rows(self, table: str) -> list[tuple[Any, ...]]: ...  # noqa: D102
+    def add_copied_rows(self, table: str, rows: list[tuple[Any, ...]]) -> None: ...  # noqa: D102
+
+
+class Store(Protocol):
+    """An open store: its two halves, the lock, the journal of a restore, the event log.
+
+    Attributes:
+        path: the local folder (per machine: the folder store's whole store; a shared
+            store's per-machine cache, the hook's pending records and its log).
+        root: the workspace this store records.
+        url: where the history lives, as a person names it (the folder, or the
+            database's address without its password).
+        readonly: opened for reading only.
+    """
+
+    path: str
+    root: str
+    readonly: bool
+
+    @property
+    def objects(self) -> Objects: ...  # noqa: D102
+    @property
+    def meta(self) -> Meta: ...  # noqa: D102
+    @property
+    def url(self) -> str: ...  # noqa: D102
+
+    def close(self) -> None:
+        """Commit pending objects and close."""
+        ...
+
+    def lock(self, *, exclusive: bool) -> AbstractContextManager[None]:
+        """Hold the workspace's lock: shared for snapshots, exclusive for restores and gc.
+
+        Re-entrant within one open store; released when its holder dies.
+        """
+        ...
+
+    def write_journal(self, data: dict[str, Any]) -> None:
+        """Record that a restore is starting (durably, before any workspace write)."""
+        ...
+
+    def read_journal(self) -> dict[str, Any] | None:
+        """Return the journal of an unfinished restore, if any (``{"broken": True}``)."""
+        ...
+
+    def clear_journal(self) -> None:
+        """Close the journal: the restore finished."""
+        ...
+
+    def restore_running(self) -> bool:
+        """Return whether another process holds the exclusive lock."""
+        ...
+
+    def log_event(self, event: dict[str, Any]) -> None:
+        """Record one event (best effort: never raises)."""
+        ...

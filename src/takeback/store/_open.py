@@ -1,0 +1,69 @@
+"""Store layer: opening the store a ``--store`` value names (a folder or a database URL).
+
+The PostgreSQL store's module (and its driver) load only when a URL names one: a folder
+store's hook call pays nothing for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from ._api import Store
+from ._store import FolderStore
+
+_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_database_url(spec: str | os.PathLike[str] | None) -> bool:
+    """Return whether a ``--store`` value names a PostgreSQL database, not a folder."""
+    return isinstance(spec, str) and spec.startswith(_SCHEMES)
+
+
+def local_store_path(root: str, data_dir: str) -> str:
+    """Return this machine's folder for a workspace whose history is in a database."""
+    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
+    base = os.path.basename(root.rstrip("/")) or "root"
+    return os.path.join(data_dir, "local", f"{base}-{digest}")
+
+
+def open_store(spec: str, root: str, *, local: str, create: bool) -> Store:
+    """Open the store ``spec`` names for workspace ``root``.
+
+    Args:
+        spec: a store folder, or ``postgresql://...`` (``#key`` names the workspace).
+        root: the workspace.
+        local: this machine's folder for a database store (ignored for a folder).
+        create: make it when missing.
+
+    Raises:
+        StoreError: and its kinds, as :meth:`FolderStore.open` and ``PgStore.open`` say.
+    """
+    if is_database_url(spec):
+        from ._pg import PgStore
+
+        return PgStore.open(spec, root, local=local, create=create)
+    return FolderStore.open(spec, root, create=create)
+
+
+def find_database_root(url: str, here: str, data_dir: str) -> str | None:
+    """Return the recorded workspace that ``here`` lies in, for a database store.
+
+    This machine's local folders answer first (one exists for each workspace recorded
+    or read here); else the database, in one query.
+    """
+    candidates = []
+    cur = here
+    while True:
+        candidates.append(cur)
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            break
+        cur = parent
+    if "#" not in url:
+        for c in candidates:
+            if os.path.isdir(local_store_path(c, data_dir)):
+                return c
+    from ._pg import find_workspace
+
+    return find_workspace(url, candidates)

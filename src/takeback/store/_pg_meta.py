@@ -1,0 +1,688 @@
+"""Store layer: the PostgreSQL store's objects and rows (the two halves of the seam).
+
+Every query names its workspace (``ws``). Writes of rows run in :class:`PgTx`, which
+also takes a transaction-level advisory lock on the workspace: two servers' writers of
+one workspace follow each other, as SQLite's ``BEGIN IMMEDIATE`` makes them do in a
+folder store (numbering a new turn or step reads then writes). The scan's stat cache
+(``kv``, ``dircache``) is per machine: it is a SQLite file in the local folder, written in
+the same ``with tx():`` block as the rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StoreError
+from ..model import Change, SessionInfo, SnapshotInfo, StepInfo, change_kind
+from ._copy import COPY_TABLES
+from ._meta import _SNAP_COLS, ChangeRow, MetaStore, OpRow, TouchRow, TurnRow, _snap, _step
+from ._objects import PackedObjects
+from ._pg_schema import LOCK_WRITE
+from ._sqlite import Tx
+
+if TYPE_CHECKING:
+    import psycopg
+
+_MAX_INT = 2**63 - 1
+_STEP_COLS = "session, n, turn, before, after, label, exit_code, command"
+
+
+def _storable(n: int) -> bool:
+    return -_MAX_INT - 1 <= n <= _MAX_INT
+
+
+def _path(value: object) -> str:
+    return os.fsdecode(bytes(value)) if isinstance(value, bytes | memoryview) else str(value)
+
+
+class PgConn:
+    """One connection, the workspace it works for, and the one way queries are sent.
+
+    A database error becomes a :class:`StoreError` (one line, exit 2), as the folder
+    store's do.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any], ws: int, where: str) -> None:
+        self.conn = conn
+        self.ws = ws
+        self.where = where
+        self.depth = 0  # open PgTx blocks
+
+    def error(self, e: Exception) -> StoreError:
+        """Return the error for a failed query (its first line, and the database)."""
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        return StoreError(f"the store {self.where} failed: {first}", path=self.where)
+
+    def run(self, sql: str, args: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        """Execute one statement (``%s`` placeholders)."""
+        import psycopg
+
+        try:
+            return self.conn.execute(sql.encode(), args)
+        except psycopg.Error as e:
+            raise self.error(e) from e
+
+    def one(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        """Return the first row, or None."""
+        return self.run(sql, args).fetchone()
+
+    def many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Execute a statement for each row (pipelined by the driver)."""
+        import psycopg
+
+        rows = list(rows)
+        if not rows:
+            return
+        try:
+            with self.conn.cursor() as cur:
+                cur.executemany(sql.encode(), rows)
+        except psycopg.Error as e:
+            raise self.error(e) from e
+
+
+class PgTx:
+    """``with PgTx(...):`` runs the block in one transaction (nested: a savepoint).
+
+    The outermost block takes the workspace's write lock first, and brings the local
+    cache's SQLite transaction along, so the block's cache writes are one commit too.
+    """
+
+    def __init__(self, pg: PgConn, cache: Callable[[], MetaStore | None]) -> None:
+        self.pg = pg
+        self.cache = cache
+        self._tx: Any = None
+        self._cache_tx: Tx | None = None
+
+    def __enter__(self) -> PgTx:
+        import psycopg
+
+        try:
+            self._tx = self.pg.conn.transaction()
+            self._tx.__enter__()
+        except psycopg.Error as e:
+            raise self.pg.error(e) from e
+        self.pg.depth += 1
+        if self.pg.depth == 1:
+            try:
+                self.pg.run("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_WRITE, self.pg.ws))
+                cache = self.cache()
+                if cache is not None:
+                    self._cache_tx = Tx(cache.conn)
+                    self._cache_tx.__enter__()
+            except BaseException as e:
+                self.pg.depth -= 1
+                self._tx.__exit__(type(e), e, e.__traceback__)
+                raise
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        import psycopg
+
+        self.pg.depth -= 1
+        try:
+            self._tx.__exit__(exc_type, exc, tb)
+        except psycopg.Error as e:
+            # The rows were not committed: neither is the cache that describes them.
+            if self._cache_tx is not None:
+                self._cache_tx.__exit__(type(e), e, None)
+            raise self.pg.error(e) from e
+        if self._cache_tx is not None:
+            self._cache_tx.__exit__(exc_type, exc, tb)
+
+
+class PgObjects(PackedObjects):
+    """A workspace's objects, as rows of ``takeback.objects``."""
+
+    def __init__(self, pg: PgConn) -> None:
+        super().__init__(pg.where)
+        self.pg = pg
+
+    def _row_exists(self, oid: str) -> bool:
+        sql = "SELECT 1 FROM takeback.objects WHERE ws=%s AND oid=%s"
+        return self.pg.one(sql, (self.pg.ws, oid)) is not None
+
+    def _row_depth(self, oid: str) -> int | None:
+        sql = "SELECT depth FROM takeback.objects WHERE ws=%s AND oid=%s"
+        row = self.pg.one(sql, (self.pg.ws, oid))
+        return None if row is None else int(row[0])
+
+    def _row(self, oid: str) -> tuple[bytes, str | None] | None:
+        sql = "SELECT data, base FROM takeback.objects WHERE ws=%s AND oid=%s"
+        row = self.pg.one(sql, (self.pg.ws, oid))
+        return None if row is None else (bytes(row[0]), row[1])
+
+    def _insert_rows(self, rows: list[tuple[str, str, int, bytes, str | None, int]]) -> None:
+        # Written once by content hash: an insert that meets a row another server wrote
+        # first (the same bytes, by their name) leaves it.
+        import psycopg
+
+        try:
+            with self.pg.conn.transaction():
+                self.pg.many(
+                    "INSERT INTO takeback.objects(ws, oid, kind, size, data, base, depth) "
+                    "VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (ws, oid) DO NOTHING",
+                    [(self.pg.ws, *r) for r in rows],
+                )
+        except psycopg.Error as e:
+            raise self.pg.error(e) from e
+
+    def entries(self) -> list[tuple[str, str, str | None]]:
+        """Return every committed object: (id, kind, base), each base before its deltas."""
+        rows = self.pg.run(
+            "SELECT oid, kind, base FROM takeback.objects WHERE ws=%s ORDER BY depth, oid",
+            (self.pg.ws,),
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def _replace_row(self, oid: str, kind: str, size: int, packed: bytes) -> bool:
+        try:
+            self.pg.run(
+                "INSERT INTO takeback.objects(ws, oid, kind, size, data, base, depth) "
+                "VALUES (%s,%s,%s,%s,%s,NULL,0) ON CONFLICT (ws, oid) DO UPDATE SET "
+                "kind=excluded.kind, size=excluded.size, data=excluded.data, base=NULL, depth=0",
+                (self.pg.ws, oid, kind, size, packed),
+            )
+        except StoreError:
+            return False
+        return True
+
+
+class PgMeta:
+    """A workspace's rows in the database; the scan's cache in a local SQLite file."""
+
+    def __init__(self, pg: PgConn, cache: Callable[[], MetaStore]) -> None:
+        self.pg = pg
+        self._open_cache = cache
+        self._cache: MetaStore | None = None
+
+    def _local(self) -> MetaStore:
+        if self._cache is None:
+            self._cache = self._open_cache()
+        return self._cache
+
+    def close(self) -> None:
+        """Close the local cache."""
+        if self._cache is not None:
+            self._cache.conn.close()
+            self._cache = None
+
+    def tx(self) -> PgTx:
+        """Return a write transaction context."""
+        return PgTx(self.pg, self._local)
+
+    # -- meta and kv -----------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """Return a workspace-level setting."""
+        row = self.pg.one(
+            "SELECT value FROM takeback.meta WHERE ws=%s AND key=%s", (self.pg.ws, key)
+        )
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a workspace-level setting."""
+        self.pg.run(
+            "INSERT INTO takeback.meta(ws, key, value) VALUES (%s,%s,%s) "
+            "ON CONFLICT (ws, key) DO UPDATE SET value=excluded.value",
+            (self.pg.ws, key, value),
+        )
+
+    def get_kv(self, key: str) -> bytes | None:
+        """Return a cached value (this machine's)."""
+        return self._local().get_kv(key)
+
+    def set_kv(self, key: str, value: bytes) -> None:
+        """Store a cached value (this machine's)."""
+        self._local().set_kv(key, value)
+
+    def drop_kv_except(self, keep: str, *, prefix: str) -> bool:
+        """Delete this machine's cached values under ``prefix``, but ``keep``."""
+        return self._local().drop_kv_except(keep, prefix=prefix)
+
+    def dircache_dirs(self) -> list[str]:
+        """Return the folders that have a detailed stat cache row (this machine's)."""
+        return self._local().dircache_dirs()
+
+    def get_dircache(self, dirs: Iterable[str]) -> dict[str, bytes]:
+        """Return the detailed stat cache rows of some folders (this machine's)."""
+        return self._local().get_dircache(dirs)
+
+    def put_dircache(self, rows: dict[str, bytes | None]) -> None:
+        """Replace (or, for None, drop) detailed stat cache rows (this machine's)."""
+        self._local().put_dircache(rows)
+
+    # -- snapshots -------------------------------------------------------------------
+
+    def add_snapshot(self, s: SnapshotInfo) -> None:
+        """Insert a snapshot row (its tree must already be committed)."""
+        self.pg.run(
+            f"INSERT INTO takeback.snapshots(ws, {_SNAP_COLS}) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+            (
+                self.pg.ws,
+                s.id,
+                s.tree,
+                s.created_at,
+                s.kind,
+                s.session,
+                s.turn,
+                s.step,
+                s.message,
+                s.files,
+                json.dumps(list(s.skipped)),
+                s.skipped_count,
+                s.duration_ms,
+                json.dumps([list(u) for u in s.unreadable]),
+                s.unreadable_count,
+            ),
+        )
+
+    def snapshot(self, sid: str) -> SnapshotInfo | None:
+        """Return one snapshot by full id."""
+        row = self.pg.one(
+            f"SELECT {_SNAP_COLS} FROM takeback.snapshots WHERE ws=%s AND id=%s",
+            (self.pg.ws, sid),
+        )
+        return None if row is None else _snap(row)
+
+    def snapshot_ids_with_prefix(self, prefix: str) -> list[str]:
+        """Return the ids that start with ``prefix`` (lower-case hex)."""
+        rows = self.pg.run(
+            "SELECT id FROM takeback.snapshots WHERE ws=%s AND starts_with(id, %s) "
+            "ORDER BY id LIMIT 10",
+            (self.pg.ws, prefix),
+        )
+        return [r[0] for r in rows]
+
+    def latest_snapshot(self, session: str | None = None) -> SnapshotInfo | None:
+        """Return the newest snapshot (of a session, or of the whole workspace)."""
+        if session is None:
+            row = self.pg.one(
+                f"SELECT {_SNAP_COLS} FROM takeback.snapshots WHERE ws=%s "
+                "ORDER BY seq DESC LIMIT 1",
+                (self.pg.ws,),
+            )
+        else:
+            row = self.pg.one(
+                f"SELECT {_SNAP_COLS} FROM takeback.snapshots WHERE ws=%s AND session=%s "
+                "ORDER BY seq DESC LIMIT 1",
+                (self.pg.ws, session),
+            )
+        return None if row is None else _snap(row)
+
+    def snapshots(self, session: str | None = None, limit: int | None = None) -> list[SnapshotInfo]:
+        """Return snapshots newest first."""
+        sql = f"SELECT {_SNAP_COLS} FROM takeback.snapshots WHERE ws=%s"
+        args: list[Any] = [self.pg.ws]
+        if session is not None:
+            sql += " AND session=%s"
+            args.append(session)
+        sql += " ORDER BY seq DESC"
+        if limit is not None and 0 <= limit <= _MAX_INT:  # SQLite reads a negative as none
+            sql += " LIMIT %s"
+            args.append(limit)
+        return [_snap(r) for r in self.pg.run(sql, args)]
+
+    # -- sessions and steps ----------------------------------------------------------
+
+    def session(self, name: str) -> SessionInfo | None:
+        """Return a session by name."""
+        row = self.pg.one(
+            "SELECT name, baseline, created_at FROM takeback.sessions WHERE ws=%s AND name=%s",
+            (self.pg.ws, name),
+        )
+        return None if row is None else SessionInfo(*row)
+
+    def sessions(self) -> list[SessionInfo]:
+        """Return every session, newest first."""
+        rows = self.pg.run(
+            "SELECT name, baseline, created_at FROM takeback.sessions WHERE ws=%s "
+            "ORDER BY created_at DESC",
+            (self.pg.ws,),
+        )
+        return [SessionInfo(*r) for r in rows]
+
+    def add_session(self, s: SessionInfo) -> None:
+        """Insert a session row (its baseline snapshot must exist)."""
+        self.pg.run(
+            "INSERT INTO takeback.sessions(ws, name, baseline, created_at) VALUES (%s,%s,%s,%s)",
+            (self.pg.ws, s.name, s.baseline, s.created_at),
+        )
+
+    def next_step(self, session: str) -> int:
+        """Return the number the next step of a session gets."""
+        row = self.pg.one(
+            "SELECT COALESCE(MAX(n), 0) FROM takeback.steps WHERE ws=%s AND session=%s",
+            (self.pg.ws, session),
+        )
+        return int(row[0]) + 1
+
+    def add_step(self, st: StepInfo) -> None:
+        """Insert a step row."""
+        self.pg.run(
+            f"INSERT INTO takeback.steps(ws, {_STEP_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+            (
+                self.pg.ws,
+                st.session,
+                st.n,
+                st.turn,
+                st.before,
+                st.after,
+                st.label,
+                st.exit_code,
+                int(st.command),
+            ),
+        )
+
+    def written_since(self, at: float) -> dict[str, str | None]:
+        """What take-backs of any session wrote after ``at``: path -> state (newest wins)."""
+        out: dict[str, str | None] = {}
+        for (data,) in self.pg.run(
+            "SELECT data FROM takeback.ops WHERE ws=%s AND created_at > %s ORDER BY id",
+            (self.pg.ws, at),
+        ):
+            wrote = json.loads(data).get("wrote")
+            if isinstance(wrote, dict):
+                out.update(wrote)
+        return out
+
+    def last_recording_session(self) -> str | None:
+        """Return the session of the newest snapshot that has one."""
+        row = self.pg.one(
+            "SELECT session FROM takeback.snapshots WHERE ws=%s AND session IS NOT NULL "
+            "ORDER BY seq DESC LIMIT 1",
+            (self.pg.ws,),
+        )
+        return None if row is None else str(row[0])
+
+    def last_ended_turn_session(self) -> str | None:
+        """Return the session of the turn that ended last (None: no turn has ended)."""
+        row = self.pg.one(
+            "SELECT session FROM takeback.turns WHERE ws=%s AND ended_at IS NOT NULL "
+            "ORDER BY ended_at DESC, seq DESC LIMIT 1",
+            (self.pg.ws,),
+        )
+        return None if row is None else str(row[0])
+
+    def set_step_start(self, session: str, n: int, *, before: str, turn: int | None) -> None:
+        """Record a step's snapshot before it, and the turn it belongs to."""
+        self.pg.run(
+            "UPDATE takeback.steps SET before=%s, turn=%s WHERE ws=%s AND session=%s AND n=%s",
+            (before, turn, self.pg.ws, session, n),
+        )
+
+    def finish_step(self, session: str, n: int, after: str | None, exit_code: int | None) -> None:
+        """Record the snapshot after a step and the command's status."""
+        self.pg.run(
+            "UPDATE takeback.steps SET after=%s, exit_code=%s WHERE ws=%s AND session=%s AND n=%s",
+            (after, exit_code, self.pg.ws, session, n),
+        )
+
+    def step(self, session: str, n: int) -> StepInfo | None:
+        """Return one step (None when there is none)."""
+        if not _storable(n):
+            return None
+        row = self.pg.one(
+            f"SELECT {_STEP_COLS} FROM takeback.steps WHERE ws=%s AND session=%s AND n=%s",
+            (self.pg.ws, session, n),
+        )
+        return None if row is None else _step(row)
+
+    def steps(self, session: str) -> list[StepInfo]:
+        """Return a session's steps in order."""
+        rows = self.pg.run(
+            f"SELECT {_STEP_COLS} FROM takeback.steps WHERE ws=%s AND session=%s ORDER BY n",
+            (self.pg.ws, session),
+        )
+        return [_step(r) for r in rows]
+
+    # -- turns, touches, changes, ops ------------------------------------------------
+
+    def turn_row(self, session: str, n: int) -> TurnRow | None:
+        """Return one turn (None when there is none)."""
+        if not _storable(n):
+            return None
+        row = self.pg.one(
+            "SELECT n, label, before, after, state FROM takeback.turns "
+            "WHERE ws=%s AND session=%s AND n=%s",
+            (self.pg.ws, session, n),
+        )
+        return None if row is None else TurnRow(*row)
+
+    def turn_rows(self, session: str) -> list[TurnRow]:
+        """Return every turn of a session, in order."""
+        rows = self.pg.run(
+            "SELECT n, label, before, after, state FROM takeback.turns "
+            "WHERE ws=%s AND session=%s ORDER BY n",
+            (self.pg.ws, session),
+        )
+        return [TurnRow(*r) for r in rows]
+
+    def turn_end_times(self, session: str) -> dict[int, float]:
+        """Return when each ended turn of the session ended."""
+        rows = self.pg.run(
+            "SELECT n, ended_at FROM takeback.turns "
+            "WHERE ws=%s AND session=%s AND ended_at IS NOT NULL",
+            (self.pg.ws, session),
+        )
+        return {int(r[0]): float(r[1]) for r in rows}
+
+    def add_turn(self, session: str, n: int, label: str, before: str | None, at: float) -> None:
+        """Open a turn."""
+        self.pg.run(
+            "INSERT INTO takeback.turns(ws, session, n, label, before, state, begun_at) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s)",
+            (self.pg.ws, session, n, label, before, "open", at),
+        )
+
+    def set_turn_state(
+        self, session: str, n: int, state: str, *, ended: float | None = None
+    ) -> None:
+        """Change a turn's state (open, done, undone, reverted); ``ended`` when it ends."""
+        if ended is None:
+            self.pg.run(
+                "UPDATE takeback.turns SET state=%s WHERE ws=%s AND session=%s AND n=%s",
+                (state, self.pg.ws, session, n),
+            )
+        else:
+            self.pg.run(
+                "UPDATE takeback.turns SET state=%s, ended_at=%s "
+                "WHERE ws=%s AND session=%s AND n=%s",
+                (state, ended, self.pg.ws, session, n),
+            )
+
+    def add_touch(
+        self,
+        session: str,
+        turn: int,
+        path: str,
+        state: str | None,
+        tool_call_id: str | None,
+        *,
+        at: float | None = None,
+    ) -> bool:
+        """Keep a file's state before the turn's first write; return False if already kept.
+
+        The same rules as the folder store's (:meth:`MetaStore.add_touch`).
+        """
+        when = time.time() if at is None else at
+        key = (self.pg.ws, session, turn, os.fsencode(path))
+        cur = self.pg.run(
+            "INSERT INTO takeback.touches(ws, session, turn, path, state, tool_call_id, at) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
+            (*key, state, tool_call_id, when),
+        )
+        if cur.rowcount > 0:
+            return True
+        self.pg.run(
+            "UPDATE takeback.touches SET state=%s, at=%s "
+            "WHERE ws=%s AND session=%s AND turn=%s AND path=%s AND at>%s",
+            (state, when, *key, when),
+        )
+        self.pg.run(
+            "UPDATE takeback.touches SET tool_call_id=NULL "
+            "WHERE ws=%s AND session=%s AND turn=%s AND path=%s "
+            "AND tool_call_id IS DISTINCT FROM %s",
+            (*key, tool_call_id),
+        )
+        return False
+
+    def claimed_by_others(self, session: str, since: float) -> set[str]:
+        """Return the paths other sessions claimed: touched since ``since``, or in an open turn."""
+        rows = self.pg.run(
+            "SELECT t.path FROM takeback.touches t JOIN takeback.turns u "
+            "ON u.ws=t.ws AND u.session=t.session AND u.n=t.turn "
+            "WHERE t.ws=%s AND t.session != %s AND (t.at >= %s OR u.state = 'open')",
+            (self.pg.ws, session, since),
+        )
+        return {_path(r[0]) for r in rows}
+
+    def touches(self, session: str, turn: int) -> dict[str, TouchRow]:
+        """Return what a turn kept of each path it touched, by path."""
+        rows = self.pg.run(
+            "SELECT path, state, tool_call_id FROM takeback.touches "
+            "WHERE ws=%s AND session=%s AND turn=%s",
+            (self.pg.ws, session, turn),
+        )
+        return {_path(r[0]): TouchRow(r[1], r[2]) for r in rows}
+
+    def set_changes(self, session: str, turn: int, rows: Iterable[ChangeRow]) -> None:
+        """Replace a turn's change list."""
+        self.pg.run(
+            "DELETE FROM takeback.changes WHERE ws=%s AND session=%s AND turn=%s",
+            (self.pg.ws, session, turn),
+        )
+        self.pg.many(
+            "INSERT INTO takeback.changes(ws, session, turn, path, status, added, removed, "
+            "before, after, sha256, undoable, approximate) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+            [
+                (
+                    self.pg.ws,
+                    session,
+                    turn,
+                    os.fsencode(r.path),
+                    r.status,
+                    r.added,
+                    r.removed,
+                    r.before,
+                    r.after,
+                    r.sha256,
+                    int(r.undoable),
+                    int(r.approximate),
+                )
+                for r in rows
+            ],
+        )
+
+    def change_rows(self, session: str, turn: int) -> list[ChangeRow]:
+        """Return a turn's change list as stored (states encoded), in path order."""
+        rows = self.pg.run(
+            "SELECT path, status, added, removed, before, after, sha256, undoable, approximate "
+            "FROM takeback.changes WHERE ws=%s AND session=%s AND turn=%s ORDER BY path",
+            (self.pg.ws, session, turn),
+        )
+        return [
+            ChangeRow(_path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), bool(r[8]))
+            for r in rows
+        ]
+
+    def changes(self, session: str, turn: int) -> list[Change]:
+        """Return a turn's change list."""
+        return [
+            Change(
+                path=r.path,
+                status=r.status,
+                added=r.added,
+                removed=r.removed,
+                sha256=r.sha256,
+                undoable=r.undoable,
+                kind=change_kind(r.status, r.before, r.after),
+                approximate=r.approximate,
+            )
+            for r in self.change_rows(session, turn)
+        ]
+
+    def add_op(
+        self,
+        session: str,
+        kind: str,
+        turns: list[int],
+        pre: str | None,
+        data: dict[str, Any],
+        at: float,
+    ) -> int:
+        """Record an undo, redo, revert or unrevert (state ``active``); return its id."""
+        row = self.pg.one(
+            "INSERT INTO takeback.ops(ws, session, kind, turns, pre, data, state, created_at) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+            (self.pg.ws, session, kind, json.dumps(turns), pre, json.dumps(data), "active", at),
+        )
+        return int(row[0])
+
+    def ops(self, session: str, kind: str | None = None, state: str | None = None) -> list[OpRow]:
+        """Return a session's ops (of one kind, in one state), newest first."""
+        sql = (
+            "SELECT id, kind, turns, pre, data, state FROM takeback.ops WHERE ws=%s AND session=%s"
+        )
+        args: list[Any] = [self.pg.ws, session]
+        if kind is not None:
+            sql += " AND kind=%s"
+            args.append(kind)
+        if state is not None:
+            sql += " AND state=%s"
+            args.append(state)
+        sql += " ORDER BY id DESC"
+        return [
+            OpRow(int(r[0]), r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5])
+            for r in self.pg.run(sql, args)
+        ]
+
+    def op_times(self, session: str) -> dict[int, float]:
+        """Return when each op of the session was recorded."""
+        rows = self.pg.run(
+            "SELECT id, created_at FROM takeback.ops WHERE ws=%s AND session=%s",
+            (self.pg.ws, session),
+        )
+        return {int(r[0]): float(r[1]) for r in rows}
+
+    def update_op(self, op_id: int, turns: list[int], data: dict[str, Any]) -> None:
+        """Change what an active op covers (a standing revert moved to another turn)."""
+        self.pg.run(
+            "UPDATE takeback.ops SET turns=%s, data=%s WHERE ws=%s AND id=%s",
+            (json.dumps(turns), json.dumps(data), self.pg.ws, op_id),
+        )
+
+    def set_op_state(self, op_id: int, state: str) -> None:
+        """Mark an op (active, redone, unreverted, final)."""
+        self.pg.run(
+            "UPDATE takeback.ops SET state=%s WHERE ws=%s AND id=%s", (state, self.pg.ws, op_id)
+        )
+
+    # -- copying a history -----------------------------------------------------------
+
+    def copy_rows(self, table: str) -> list[tuple[Any, ...]]:
+        """Return every row of a table (``COPY_TABLES``' columns), in the order written."""
+        cols = ", ".join(COPY_TABLES[table])
+        order = _COPY_ORDER.get(table, ", ".join(COPY_TABLES[table][:3]))
+        rows = self.pg.run(
+            f"SELECT {cols} FROM takeback.{table} WHERE ws=%s ORDER BY {order}", (self.pg.ws,)
+        )
+        return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows]
+
+    def add_copied_rows(self, table: str, rows: list[tuple[Any, ...]]) -> None:
+        """Insert rows :meth:`copy_rows` (of any store) returned, keeping their order."""
+        cols = COPY_TABLES[table]
+        marks = ",".join(["%s"] * (len(cols) + 1))
+        self.pg.many(
+            f"INSERT INTO takeback.{table}(ws, {', '.join(cols)}) VALUES ({marks})",
+            [(self.pg.ws, *r) for r in rows],
+        )
+
+
+#: how a table's rows are read in the order they were written (else by their key)
+_COPY_ORDER = {"meta": "key", "snapshots": "seq", "turns": "seq", "ops": "id"}

@@ -1,0 +1,312 @@
+"""Store seam: one contract, run against every store (the folder store and PostgreSQL).
+
+Each test opens a store through ``open_store`` and uses only the seam (``Store``,
+``Objects``, ``Meta``); a second opening of the same store stands for another process or
+another server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from takeback.errors import StoreCorruptError, StoreError, StoreMissingError
+from takeback.model import SessionInfo, SnapshotInfo, StepInfo
+from takeback.store import ChangeRow, Store, open_store
+
+from ._postgres import PgServer, pg_server
+
+__all__ = ["pg_server"]
+
+Opener = Callable[..., Store]
+
+
+@pytest.fixture(scope="module")
+def contract_db(pg_server: PgServer) -> str:
+    """One database for the module: each test's workspace has its own key in it."""
+    return pg_server.create_db(f"contract{os.getpid()}")
+
+
+@pytest.fixture(params=["folder", pytest.param("postgres", marks=pytest.mark.postgres)])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    """Return a function that opens (a new handle on) this test's store."""
+    root = str(tmp_path / "ws")
+    os.makedirs(root, exist_ok=True)
+    if request.param == "folder":
+        spec = str(tmp_path / "store")
+    else:
+        spec = request.getfixturevalue("contract_db")
+    opened: list[Store] = []
+
+    def open_(create: bool = True, machine: int = 0) -> Store:
+        local = str(tmp_path / f"local{machine}")
+        s = open_store(spec, root, local=local, create=create)
+        opened.append(s)
+        return s
+
+    yield open_
+    for s in opened:
+        try:
+            s.close()
+        except StoreError:
+            pass
+
+
+def snap(sid: str, tree: str, session: str | None = None, message: str = "") -> SnapshotInfo:
+    return SnapshotInfo(
+        id=sid,
+        tree=tree,
+        created_at=1000.0 + int(sid[:4], 16),
+        kind="manual",
+        session=session,
+        turn=None,
+        step=None,
+        message=message,
+        files=3,
+        skipped=("big.bin",),
+        skipped_count=1,
+        duration_ms=5,
+        unreadable=(("locked", "permission denied"),),
+        unreadable_count=1,
+    )
+
+
+def test_a_missing_store_is_missing_until_made(opener: Opener) -> None:
+    with pytest.raises(StoreMissingError):
+        opener(create=False)
+    opener(create=True)
+    opener(create=False)
+
+
+def test_objects_are_named_by_their_hash_written_once_and_checked(opener: Opener) -> None:
+    a, b = opener(), opener(machine=1)
+    data = b"hello\n" * 1000
+    oid = a.objects.put("blob", data)
+    assert oid == hashlib.sha256(data).hexdigest()
+    assert a.objects.has(oid)
+    assert not b.objects.has(oid)  # not committed yet: another process cannot see it
+    a.objects.flush()
+    assert b.objects.has(oid)
+    assert b.objects.get(oid) == data
+    # Another process writing the same object meets the existing row: fine.
+    assert b.objects.put("blob", data) == oid
+    b.objects.flush()
+    assert a.objects.get(oid) == data
+    with pytest.raises(StoreCorruptError, match="missing"):
+        a.objects.get("0" * 64)
+
+
+def test_deltas_read_back_through_their_base_and_repair_keeps_them(opener: Opener) -> None:
+    s = opener()
+    v1 = bytes(range(256)) * 40
+    v2 = v1[:5000] + b"changed" + v1[5000:]
+    o1 = s.objects.put("blob", v1)
+    o2 = s.objects.put("blob", v2, base=o1)
+    s.objects.flush()
+    other = opener()
+    assert other.objects.get(o2) == v2
+    assert other.objects.repair("blob", v1)
+    assert opener().objects.get(o2) == v2
+
+
+def test_trees_decode(opener: Opener) -> None:
+    from takeback.model import FILE, Entry, Tree, encode_tree
+
+    s = opener()
+    blob = s.objects.put("blob", b"x")
+    tree: Tree = {"a.txt": Entry(FILE, 0o644, blob, 1)}
+    tid = s.objects.put("tree", encode_tree(tree))
+    s.objects.flush()
+    assert opener().objects.get_tree(tid) == tree
+
+
+def _tree(s: Store) -> str:
+    from takeback.model import encode_tree
+
+    tid = s.objects.put("tree", encode_tree({}))
+    s.objects.flush()
+    return tid
+
+
+def test_snapshots_by_id_prefix_session_and_order(opener: Opener) -> None:
+    s = opener()
+    tree = _tree(s)
+    with s.meta.tx():
+        s.meta.add_snapshot(snap("aaaa" + "0" * 60, tree, message="first"))
+        s.meta.add_snapshot(snap("aaab" + "1" * 60, tree, session="x"))
+        s.meta.add_snapshot(snap("0bcd" + "2" * 60, tree))
+    r = opener()
+    got = r.meta.snapshot("aaaa" + "0" * 60)
+    assert got == snap("aaaa" + "0" * 60, tree, message="first")
+    assert r.meta.snapshot("f" * 64) is None
+    assert sorted(r.meta.snapshot_ids_with_prefix("aaa")) == ["aaaa" + "0" * 60, "aaab" + "1" * 60]
+    assert r.meta.snapshot_ids_with_prefix("ab") == []
+    assert [x.id[:4] for x in r.meta.snapshots()] == ["0bcd", "aaab", "aaaa"]  # newest first
+    assert [x.id[:4] for x in r.meta.snapshots(limit=1)] == ["0bcd"]
+    assert [x.id[:4] for x in r.meta.snapshots(limit=2**70)] == ["0bcd", "aaab", "aaaa"]
+    assert [x.id[:4] for x in r.meta.snapshots(limit=-1)] == ["0bcd", "aaab", "aaaa"]
+    assert r.meta.snapshots(limit=0) == []
+    assert [x.id[:4] for x in r.meta.snapshots("x")] == ["aaab"]
+    latest = r.meta.latest_snapshot()
+    assert latest is not None and latest.id[:4] == "0bcd"
+    lx = r.meta.latest_snapshot("x")
+    assert lx is not None and lx.id[:4] == "aaab"
+    assert r.meta.last_recording_session() == "x"
+
+
+def test_a_failed_transaction_leaves_nothing(opener: Opener) -> None:
+    s = opener()
+    tree = _tree(s)
+    with pytest.raises(RuntimeError), s.meta.tx():
+        s.meta.add_snapshot(snap("cccc" + "0" * 60, tree))
+        raise RuntimeError("midway")
+    assert s.meta.snapshot("cccc" + "0" * 60) is None
+    assert opener().meta.snapshot("cccc" + "0" * 60) is None
+    # A row naming a snapshot that is not there is refused, as one StoreError.
+    with pytest.raises(StoreError), s.meta.tx():
+        s.meta.add_session(SessionInfo("s", "d" * 64, 1.0))
+    assert s.meta.session("s") is None
+
+
+def _with_session(s: Store, name: str = "s") -> str:
+    tree = _tree(s)
+    sid = hashlib.sha256(name.encode()).hexdigest()
+    with s.meta.tx():
+        s.meta.add_snapshot(snap(sid, tree, session=name))
+        s.meta.add_session(SessionInfo(name, sid, 5.0))
+    return sid
+
+
+def test_sessions_and_steps(opener: Opener) -> None:
+    s = opener()
+    base = _with_session(s)
+    with s.meta.tx():
+        assert s.meta.next_step("s") == 1
+        s.meta.add_step(StepInfo("s", 1, None, None, None, "ls", None, command=True))
+        assert s.meta.next_step("s") == 2
+        s.meta.set_step_start("s", 1, before=base, turn=None)
+        s.meta.finish_step("s", 1, base, 3)
+    r = opener()
+    assert r.meta.session("s") == SessionInfo("s", base, 5.0)
+    assert r.meta.sessions() == [SessionInfo("s", base, 5.0)]
+    assert r.meta.step("s", 1) == StepInfo("s", 1, None, base, base, "ls", 3, command=True)
+    assert r.meta.step("s", 2) is None
+    assert r.meta.step("s", 2**70) is None
+    assert r.meta.steps("s") == [StepInfo("s", 1, None, base, base, "ls", 3, command=True)]
+
+
+def test_turns_touches_and_change_lists(opener: Opener) -> None:
+    s = opener()
+    base = _with_session(s)
+    _with_session(s, "t")
+    with s.meta.tx():
+        s.meta.add_turn("s", 1, "fix it", base, 10.0)
+        s.meta.add_turn("t", 1, "", base, 11.0)
+    assert s.meta.turn_row("s", 1) == (1, "fix it", base, None, "open")
+    with s.meta.tx():
+        assert s.meta.add_touch("s", 1, "a.txt", "old", "call-1", at=20.0)
+        assert not s.meta.add_touch("s", 1, "a.txt", "newer", "call-1", at=30.0)
+        assert not s.meta.add_touch("s", 1, "a.txt", "earlier", "call-1", at=15.0)
+        assert s.meta.add_touch("s", 1, "b.txt", None, "call-2", at=20.0)
+        assert not s.meta.add_touch("s", 1, "b.txt", None, "call-3", at=21.0)
+        name = os.fsdecode(b"caf\xe9.txt")  # not UTF-8: kept as its bytes
+        assert s.meta.add_touch("t", 1, name, "x", None, at=40.0)
+    r = opener()
+    touches = r.meta.touches("s", 1)
+    assert touches["a.txt"] == ("earlier", "call-1")  # the earliest state, one call
+    assert touches["b.txt"] == (None, None)  # two calls: no one call's change
+    assert r.meta.claimed_by_others("s", 100.0) == {name}  # t's turn is open
+    assert r.meta.claimed_by_others("t", 100.0) == {"a.txt", "b.txt"}
+    rows = [
+        ChangeRow("z.txt", "created", 1, 0, None, "s1", "ab" * 32, True),
+        ChangeRow(name, "modified", 2, 3, "s0", "s1", "cd" * 32, True, approximate=True),
+        ChangeRow("a.txt", "deleted", 0, 4, "s0", None, None, False),
+    ]
+    with s.meta.tx():
+        s.meta.set_changes("s", 1, rows[1:])
+        s.meta.set_changes("s", 1, rows)  # replaces
+        s.meta.set_turn_state("s", 1, "done", ended=50.0)
+        s.meta.set_turn_state("t", 1, "done", ended=60.0)
+        s.meta.set_turn_state("s", 1, "undone")
+    r = opener()
+    assert r.meta.change_rows("s", 1) == sorted(rows, key=lambda c: os.fsencode(c.path))
+    assert [c.path for c in r.meta.changes("s", 1)] == ["a.txt", name, "z.txt"]
+    assert r.meta.changes("s", 1)[1].approximate
+    assert r.meta.turn_rows("s") == [(1, "fix it", base, None, "undone")]
+    assert r.meta.turn_end_times("s") == {1: 50.0}
+    assert r.meta.last_ended_turn_session() == "t"
+    assert r.meta.turn_row("s", 2) is None
+
+
+def test_ops(opener: Opener) -> None:
+    s = opener()
+    base = _with_session(s)
+    with s.meta.tx():
+        first = s.meta.add_op("s", "undo", [1], base, {"wrote": {"a": "x"}}, 100.0)
+        second = s.meta.add_op("s", "revert", [2, 3], None, {"wrote": {"a": None}}, 200.0)
+        s.meta.set_op_state(first, "redone")
+        s.meta.update_op(second, [3], {"wrote": {"b": "y"}, "to_turn": 2})
+    assert second > first
+    r = opener()
+    ops = r.meta.ops("s")
+    assert [(o.id, o.kind, o.turns, o.pre, o.state) for o in ops] == [
+        (second, "revert", [3], None, "active"),
+        (first, "undo", [1], base, "redone"),
+    ]
+    assert r.meta.ops("s", kind="undo")[0].data == {"wrote": {"a": "x"}}
+    assert [o.id for o in r.meta.ops("s", state="active")] == [second]
+    assert r.meta.op_times("s") == {first: 100.0, second: 200.0}
+    assert r.meta.written_since(50.0) == {"a": "x", "b": "y"}
+    assert r.meta.written_since(150.0) == {"b": "y"}
+
+
+def test_settings_and_the_scan_cache(opener: Opener) -> None:
+    s = opener()
+    with s.meta.tx():
+        s.meta.set_meta("retention", "30d")
+        s.meta.set_kv("dirs-v1", b"cache")
+        s.meta.set_kv("dirs-v0", b"old")
+        s.meta.put_dircache({"src": b"rows", "gone": b"x"})
+    assert s.meta.get_meta("retention") == "30d"
+    assert opener().meta.get_meta("retention") == "30d"
+    assert s.meta.get_meta("nothing") is None
+    assert s.meta.get_kv("dirs-v1") == b"cache"
+    with s.meta.tx():
+        assert s.meta.drop_kv_except("dirs-v1", prefix="dirs-")
+        s.meta.put_dircache({"gone": None})
+    assert s.meta.get_kv("dirs-v0") is None
+    assert s.meta.dircache_dirs() == ["src"]
+    assert s.meta.get_dircache(["src", "gone"]) == {"src": b"rows"}
+    s.close()
+    # The next process on this machine finds the cache where this one left it.
+    again = opener()
+    assert again.meta.get_kv("dirs-v1") == b"cache"
+    assert again.meta.get_dircache(["src"]) == {"src": b"rows"}
+
+
+def test_the_lock_and_the_journal_are_seen_by_another_process(opener: Opener) -> None:
+    a, b = opener(), opener(machine=1)
+    assert not b.restore_running()
+    with a.lock(exclusive=True):
+        with a.lock(exclusive=True):  # re-entrant
+            pass
+        assert b.restore_running()
+        assert not a.restore_running()  # its own lock is no other's restore
+        a.write_journal({"op": "rewind", "pre": "abc", "paths": ["x"]})
+        assert b.read_journal() == {"op": "rewind", "pre": "abc", "paths": ["x"]}
+    assert not b.restore_running()
+    with a.lock(exclusive=False), b.lock(exclusive=False):  # shared locks share
+        assert not b.restore_running()
+    a.clear_journal()
+    assert b.read_journal() is None
+    a.clear_journal()  # twice is fine
+
+
+def test_events_are_logged_without_raising(opener: Opener) -> None:
+    s = opener()
+    s.log_event({"event": "snapshot.taken", "id": "x"})
+    s.log_event({"event": "weird", "value": object.__name__})
