@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,19 @@ from ..scan import CACHE_KEY, Scanner, ScanResult
 from ..store import Store
 
 DEFAULT_MAX_FILE_BYTES = 16 << 20
+
+
+def read_workers() -> int:
+    """How many threads read, hash and compress files: one per core this process may use.
+
+    One more than the cores would only queue: the work is CPU-bound once the files are
+    in the page cache, and the walking thread needs a core of its own now and then.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(2, min(cores, 8))
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +91,9 @@ def scan(
         on_progress=on_progress,
         exclude_env=opts.exclude_env,
         exclude=[store.path],
+        pack=store.objects.pack,
+        put_packed=store.objects.put_packed,
+        workers=read_workers(),
     )
     result = scanner.scan()
     # Objects first, then the cache rows that name them: a crash in between leaves

@@ -18,6 +18,11 @@ allows) is not an error: it goes into its folder's tree as an ``u`` entry, named
 reason, and is never trusted from the cache, so it is tried again by every scan. A
 restore leaves such a path (and all below it) as it is.
 
+Files to read are read, hashed and compressed on a pool of threads (reads, SHA-256 and
+zstd release the GIL), handed out as soon as a folder is listed, so they are done by the
+time the walk comes back up to build that folder's tree; the objects are stored from the
+walking thread, in the walk's order, so writes stay on one thread.
+
 Race rule (as git's "racy clean" and borg's): a file whose mtime or ctime is not older
 than the scan's start minus the timestamp granularity could still change within the same
 tick without its stat changing, so it is never trusted: its folder's stat key is saved
@@ -32,9 +37,10 @@ import marshal
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .._fs import TMP_PREFIX, allow_deep_trees, open_regular, read_regular
 from ..errors import ScanError
@@ -58,6 +64,25 @@ _Fast = tuple[Any, ...]
     range(11)
 )
 _FAST_LEN = 11
+#: How many files, and how many bytes, one task of the read pool takes at most.
+_CHUNK_FILES = 32
+_CHUNK_BYTES = 8 << 20
+
+#: What a read task gives back for one file: the entry's kind, mode, size, the stat it
+#: was read at, its id, and either its compressed bytes (stored as they are) or its raw
+#: bytes (to store as a delta against the earlier version); None when it vanished; the
+#: reason when it cannot be read.
+_Loaded = tuple[str, int, int, tuple[int, ...], str, bytes | None, bytes | None]
+
+
+class PutObject(Protocol):
+    """Stores one object and returns its id (``ObjectStore.put``)."""
+
+    def __call__(
+        self, kind: str, data: bytes, oid: str | None = ..., base: str | None = ..., /
+    ) -> str:
+        """Store ``data`` (as a delta against ``base`` when that is smaller)."""
+        ...
 
 
 class _Unreadable(Exception):  # noqa: N818 - internal signal, never leaves the scan
@@ -163,19 +188,26 @@ class Scanner:
         exclude: absolute paths never to scan (the store, when it lies inside the root).
         on_progress: called with the number of files read so far, every few hundred
             (a first snapshot reads every file).
+        pack: compresses an object as the store keeps it, on any thread; with
+            ``put_packed``, files are read, hashed and compressed on ``workers`` threads.
+        put_packed: stores a batch of objects ``pack`` compressed (kind, id, size, bytes).
+        workers: how many threads read files (0: none, everything on the calling one).
     """
 
     def __init__(
         self,
         root: str,
         *,
-        put: Callable[[str, bytes, str | None, str | None], str],
+        put: PutObject,
         cache_get: Callable[[str], bytes | None],
         dircache_get: Callable[[Iterable[str]], dict[str, bytes]],
         max_file_bytes: int,
         exclude_env: bool = True,
         exclude: Iterable[str] = (),
         on_progress: Callable[[int], None] | None = None,
+        pack: Callable[[bytes], bytes] | None = None,
+        put_packed: Callable[[Sequence[tuple[str, str, int, bytes]]], None] | None = None,
+        workers: int = 0,
     ) -> None:
         self.root = root
         self._put = put
@@ -202,6 +234,12 @@ class Scanner:
         self._racy_ns = 0
         self._index_sig = b"-"
         self._on_progress = on_progress
+        self._pack = pack
+        self._put_packed = put_packed
+        self._workers = workers if pack is not None and put_packed is not None else 0
+        self._pool: ThreadPoolExecutor | None = None
+        #: folder -> its detailed cache row and the reads handed to the pool, by name
+        self._reads: dict[str, tuple[dict[str, Any], dict[str, Future[list[Any]]]]] = {}
 
     # -- entry point -----------------------------------------------------------------
 
@@ -259,6 +297,8 @@ class Scanner:
             raise ScanError(
                 f"cannot read the workspace root {self.root}: {e.reason}", path=self.root
             ) from e
+        finally:
+            self._stop_pool()
         cache: bytes | None = None
         if self._new != self._old:
             cache = marshal.dumps(self._new)
@@ -459,6 +499,10 @@ class Scanner:
             self._keep_subtree(rel)
             return str(old[_TREE])
         got = self._list(rel, rules, key, excluded, old)
+        if self._workers and (
+            old is None or old[_STAT] != got.stat_key or old[_LISTING] != got.listing_key
+        ):
+            self._start_reads(rel, got, old)
         prefix = rel + "/" if rel else ""
         ids: list[str] = []
         closed: dict[str, str] = {}
@@ -496,14 +540,13 @@ class Scanner:
     ) -> str:
         self._changed_dirs += 1
         prefix = rel + "/" if rel else ""
-        detail: dict[str, Any] = {}
-        if old is not None:
-            raw = self._dircache_get([rel]).get(rel)
-            if raw:
-                try:
-                    detail = marshal.loads(raw)
-                except (ValueError, EOFError, TypeError):
-                    detail = {}
+        started = self._reads.pop(rel, None)
+        loaded: dict[str, Any] = {}
+        if started is not None:
+            detail, futures = started
+            loaded = self._collect(futures)
+        else:
+            detail = self._detail(rel, old)
         tree: Tree = {}
         new_detail: dict[str, Any] = {}
         large: list[str] = []
@@ -527,7 +570,10 @@ class Scanner:
                 # The previous version of the file, if any, is the base of a delta.
                 prev = cached[1][2].hex() if cached is not None and cached[1][2] else None
                 try:
-                    found = self._read_entry(prefix + name, st, prev)
+                    if name in loaded:
+                        found = self._stored(loaded[name], prev)
+                    else:
+                        found = self._read_entry(prefix + name, st, prev)
                 except _Unreadable as e:
                     # Never trusted from the cache: the next scan tries it again.
                     tree[name] = Entry(UNREADABLE, stat.S_IMODE(st.st_mode), "", st.st_size)
@@ -579,6 +625,133 @@ class Scanner:
         self._detail_out[rel] = marshal.dumps(new_detail)
         self._count(files, tuple(large), tuple(unread))
         return tree_id
+
+    # -- reading files on the pool ----------------------------------------------------
+
+    def _detail(self, rel: str, old: _Fast | None) -> dict[str, Any]:
+        """Return a folder's detailed cache row (name -> stat and entry), or {}."""
+        if old is None:
+            return {}
+        raw = self._dircache_get([rel]).get(rel)
+        if not raw:
+            return {}
+        try:
+            detail: dict[str, Any] = marshal.loads(raw)
+        except (ValueError, EOFError, TypeError):
+            return {}
+        return detail
+
+    def _start_reads(self, rel: str, got: _Listing, old: _Fast | None) -> None:
+        """Hand the pool the files of a folder that its cache does not vouch for."""
+        detail = self._detail(rel, old)
+        prefix = rel + "/" if rel else ""
+        todo: list[tuple[str, str, os.stat_result, bool]] = []
+        for name, st in got.kept:
+            cached = detail.get(name)
+            if cached is not None and cached[0] == (
+                st.st_mode,
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_ino,
+            ):
+                continue
+            # A file with an earlier version is stored as a delta, from this thread.
+            delta = cached is not None and bool(cached[1][2])
+            todo.append((name, prefix + name, st, delta))
+        futures: dict[str, Future[list[Any]]] = {}
+        if todo:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="takeback-read")
+            chunk: list[tuple[str, str, os.stat_result, bool]] = []
+            size = 0
+            for item in todo:
+                chunk.append(item)
+                size += item[2].st_size
+                if len(chunk) >= _CHUNK_FILES or size >= _CHUNK_BYTES:
+                    self._submit(chunk, futures)
+                    chunk, size = [], 0
+            if chunk:
+                self._submit(chunk, futures)
+        self._reads[rel] = (detail, futures)
+
+    def _submit(
+        self,
+        chunk: list[tuple[str, str, os.stat_result, bool]],
+        futures: dict[str, Future[list[Any]]],
+    ) -> None:
+        assert self._pool is not None
+        fut = self._pool.submit(self._load_many, chunk)
+        for name, _rel, _st, _delta in chunk:
+            futures[name] = fut
+
+    def _load_many(self, chunk: list[tuple[str, str, os.stat_result, bool]]) -> list[Any]:
+        """Read, hash and compress some files (on a pool thread); one result each."""
+        assert self._pack is not None
+        out: list[Any] = []
+        for name, rel, st, delta in chunk:
+            try:
+                got = self._load(rel, st)
+            except _Unreadable as e:
+                out.append((name, e))
+                continue
+            if got is None:
+                out.append((name, None))
+                continue
+            kind, mode, size, sig, data = got
+            if data is None:
+                out.append((name, (kind, mode, size, sig, "", None, None)))
+                continue
+            oid = hashlib.sha256(data).hexdigest()
+            if delta:
+                out.append((name, (kind, mode, size, sig, oid, None, data)))
+            else:
+                out.append((name, (kind, mode, size, sig, oid, self._pack(data), None)))
+        return out
+
+    def _collect(self, futures: dict[str, Future[list[Any]]]) -> dict[str, Any]:
+        """Wait for a folder's reads; store what they packed, as one batch."""
+        loaded: dict[str, Any] = {}
+        batch: list[tuple[str, str, int, bytes]] = []
+        seen: set[int] = set()
+        for fut in futures.values():
+            if id(fut) in seen:
+                continue
+            seen.add(id(fut))
+            for name, res in fut.result():
+                loaded[name] = res
+                if isinstance(res, tuple) and res[5] is not None:
+                    batch.append(("blob", res[4], res[2], res[5]))
+        if batch:
+            assert self._put_packed is not None
+            self._put_packed(batch)
+        return loaded
+
+    def _stored(
+        self, res: _Loaded | _Unreadable | None, base: str | None
+    ) -> tuple[Entry, tuple[int, ...]] | None:
+        """Return the entry of a file the pool read (its object is stored by now)."""
+        if res is None:
+            return None
+        if isinstance(res, _Unreadable):
+            raise res
+        kind, mode, size, sig, oid, packed, data = res
+        if kind == LARGE:
+            return Entry(LARGE, mode, "", size), sig
+        self._read_one()
+        if data is not None:
+            oid = self._put("blob", data, oid, base if kind == FILE else None)
+        return Entry(kind, mode, oid, size), sig
+
+    def _stop_pool(self) -> None:
+        # Threads left running would keep a later scan in this process from forking.
+        if self._pool is not None:
+            for _detail, futures in self._reads.values():
+                for fut in futures.values():
+                    fut.cancel()
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        self._reads.clear()
 
     def _read_one(self) -> None:
         self._hashed += 1
@@ -664,6 +837,28 @@ class Scanner:
         Raises:
             _Unreadable: it cannot be read (no permission, an I/O error).
         """
+        got = self._load(rel, st)
+        if got is None:
+            return None
+        kind, mode, size, sig, data = got
+        if data is None:
+            return Entry(kind, mode, "", size), sig
+        self._read_one()
+        oid = self._put("blob", data, None, base if kind == FILE else None)
+        return Entry(kind, mode, oid, size), sig
+
+    def _load(
+        self, rel: str, st: os.stat_result
+    ) -> tuple[str, int, int, tuple[int, ...], bytes | None] | None:
+        """Read a file or symlink (safe on any thread); None if it vanished.
+
+        Returns:
+            Its kind (``LARGE`` for a file over the limit, whose bytes are not read),
+            mode, size, the stat it was read at and its bytes.
+
+        Raises:
+            _Unreadable: it cannot be read (no permission, an I/O error).
+        """
         path = os.path.join(self.root, rel)
         sig: tuple[int, ...] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
         if stat.S_ISLNK(st.st_mode):
@@ -673,11 +868,10 @@ class Scanner:
                 return None
             except OSError as e:
                 raise _Unreadable(_why(e)) from e
-            self._read_one()
-            return Entry(LINK, 0o777, self._put("blob", target, None, None), len(target)), sig
+            return LINK, 0o777, len(target), sig, target
         mode = stat.S_IMODE(st.st_mode)
         if st.st_size > self.max_file_bytes:
-            return Entry(LARGE, mode, "", st.st_size), sig
+            return LARGE, mode, st.st_size, sig, None
         for _attempt in range(3):
             try:
                 got = open_regular(path)
@@ -689,7 +883,7 @@ class Scanner:
                         st = os.lstat(path)
                     except FileNotFoundError:
                         return None
-                    return self._read_entry(rel, st, base)
+                    return self._load(rel, st)
                 raise _Unreadable(_why(e)) from e
             if got is None:
                 return None  # no longer a file (a FIFO or a folder now): not kept
@@ -707,6 +901,5 @@ class Scanner:
             st = after
         mode = stat.S_IMODE(sig[0])
         if len(data) > self.max_file_bytes:
-            return Entry(LARGE, mode, "", len(data)), sig
-        self._read_one()
-        return Entry(FILE, mode, self._put("blob", data, None, base), len(data)), sig
+            return LARGE, mode, len(data), sig, None
+        return FILE, mode, len(data), sig, data

@@ -11,13 +11,20 @@ kilobyte of hashes that do not compress. Reading such an object reads its base f
 chains are at most ``MAX_DEPTH`` long, and the hash check is on the full content, so a
 damaged base is caught like any damaged object. Nothing deletes an object yet; a future
 ``gc`` must keep every base that a kept object names.
+
+A first snapshot reads every file: :meth:`ObjectStore.pack` compresses on any thread (one
+compressor per thread; zstd and SHA-256 release the GIL), and :meth:`ObjectStore.put_packed`
+adds what the threads packed from the one thread that writes, without asking SQLite
+about each one (``INSERT OR IGNORE`` keeps an object stored already).
 """
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..errors import StoreCorruptError
@@ -46,6 +53,11 @@ _MIN_DELTA = 256
 _MAX_DELTA = 4 << 20
 
 
+def may_delta(size: int) -> bool:
+    """Whether an object of ``size`` bytes is ever stored as a delta against a base."""
+    return _MIN_DELTA <= size <= _MAX_DELTA
+
+
 class _Pending(NamedTuple):
     """An object put but not yet committed, as its row will hold it."""
 
@@ -71,6 +83,9 @@ class ObjectStore:
         self._pending_bytes = 0
         self._trees: OrderedDict[str, Tree] = OrderedDict()
         self._raw: OrderedDict[str, bytes] = OrderedDict()
+        self._local = threading.local()
+        #: pending objects added without asking whether the store has them already
+        self._unchecked: set[str] = set()
 
     def init_schema(self) -> None:
         """Create the table of a new store (idempotent: a creation cut short is finished)."""
@@ -121,6 +136,31 @@ class ObjectStore:
 
     # -- writing ---------------------------------------------------------------------
 
+    def pack(self, data: bytes) -> bytes:
+        """Return ``data`` compressed as a whole object is stored (safe on any thread)."""
+        cctx = getattr(self._local, "cctx", None)
+        if cctx is None:
+            # A compressor is not safe for concurrent use: one per thread.
+            cctx = self._local.cctx = self._z().ZstdCompressor(level=3)
+        packed: bytes = cctx.compress(data)
+        return packed
+
+    def put_packed(self, items: Sequence[tuple[str, str, int, bytes]]) -> None:
+        """Add objects that :meth:`pack` compressed (kind, SHA-256, size, packed bytes).
+
+        The ids must be the SHA-256 of the content. Nothing is asked of SQLite: the
+        insert leaves an object already stored as it is, and until then such an object
+        is known as *unchecked* (see :meth:`_depth`).
+        """
+        for kind, oid, size, packed in items:
+            if oid in self._pending:
+                continue
+            self._pending[oid] = _Pending(kind, size, packed, None, 0)
+            self._unchecked.add(oid)
+            self._pending_bytes += len(packed)
+        if self._pending_bytes >= _BATCH_BYTES:
+            self.flush()
+
     def has(self, oid: str) -> bool:
         """Return whether the object exists (committed or pending)."""
         if oid in self._pending:
@@ -145,7 +185,7 @@ class ObjectStore:
         packed = self._cctx.compress(data)
         used: str | None = None
         depth = 0
-        if base is not None and base != oid and _MIN_DELTA <= len(data) <= _MAX_DELTA:
+        if base is not None and base != oid and may_delta(len(data)):
             base_depth = self._depth(base)
             if base_depth is not None and base_depth < MAX_DEPTH:
                 try:
@@ -165,6 +205,13 @@ class ObjectStore:
 
     def _depth(self, oid: str) -> int | None:
         pending = self._pending.get(oid)
+        if pending is not None and oid in self._unchecked:
+            # Stored already, perhaps as a delta: the insert will keep that row, so a
+            # delta built on it would sit one deeper than the stored chain.
+            row = self.conn.execute("SELECT depth FROM objects WHERE oid=?", (oid,)).fetchone()
+            if row is not None:
+                return int(row[0])
+            self._unchecked.discard(oid)
         if pending is not None:
             return pending.depth
         row = self.conn.execute("SELECT depth FROM objects WHERE oid=?", (oid,)).fetchone()
@@ -186,6 +233,7 @@ class ObjectStore:
             # Written or not, these are dropped: a failed batch fails its snapshot, and
             # nothing may refer to objects that were never committed.
             self._pending.clear()
+            self._unchecked.clear()
             self._pending_bytes = 0
 
     def repair(self, kind: str, data: bytes) -> bool:
