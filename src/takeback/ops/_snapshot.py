@@ -17,17 +17,26 @@ from ..store import Store
 DEFAULT_MAX_FILE_BYTES = 16 << 20
 
 
+def _cores() -> int:
+    """How many cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def read_workers() -> int:
     """How many threads read, hash and compress files: one per core this process may use.
 
-    One more than the cores would only queue: the work is CPU-bound once the files are
-    in the page cache, and the walking thread needs a core of its own now and then.
+    More would only queue: the work is CPU-bound once the files are in the page cache,
+    and the walking thread needs a core of its own now and then.
     """
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(2, min(cores, 8))
+    return max(2, min(_cores(), 8))
+
+
+def check_forks() -> int:
+    """How many forked workers share a full scan's check pass: one per other core."""
+    return max(1, min(_cores() - 1, 7))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +103,7 @@ def scan(
         pack=store.objects.pack,
         put_packed=store.objects.put_packed,
         workers=read_workers(),
+        forks=check_forks(),
     )
     result = scanner.scan()
     # Objects first, then the cache rows that name them: a crash in between leaves

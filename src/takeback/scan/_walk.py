@@ -64,6 +64,7 @@ _Fast = tuple[Any, ...]
     range(11)
 )
 _FAST_LEN = 11
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: How many files, and how many bytes, one task of the read pool takes at most.
 _CHUNK_FILES = 32
 _CHUNK_BYTES = 8 << 20
@@ -192,6 +193,7 @@ class Scanner:
             ``put_packed``, files are read, hashed and compressed on ``workers`` threads.
         put_packed: stores a batch of objects ``pack`` compressed (kind, id, size, bytes).
         workers: how many threads read files (0: none, everything on the calling one).
+        forks: how many forked processes share the check pass with this one (0: none).
     """
 
     def __init__(
@@ -208,6 +210,7 @@ class Scanner:
         pack: Callable[[bytes], bytes] | None = None,
         put_packed: Callable[[Sequence[tuple[str, str, int, bytes]]], None] | None = None,
         workers: int = 0,
+        forks: int = 1,
     ) -> None:
         self.root = root
         self._put = put
@@ -238,6 +241,7 @@ class Scanner:
         self._put_packed = put_packed
         self._workers = workers if pack is not None and put_packed is not None else 0
         self._pool: ThreadPoolExecutor | None = None
+        self._forks = forks
         #: folder -> its detailed cache row and the reads handed to the pool, by name
         self._reads: dict[str, tuple[dict[str, Any], dict[str, Future[list[Any]]]]] = {}
 
@@ -247,9 +251,10 @@ class Scanner:
         """Walk the workspace and return its root tree (blobs and trees are stored).
 
         With a cache from an earlier scan, a first pass only compares each folder's
-        digests (split between this process and one forked worker, since a walk is
-        bound by ``lstat`` calls, and two processes make them twice as fast on two
-        cores); the second pass lists again only the folders that differ.
+        digests (the top-level folders split between this process and ``forks`` forked
+        workers, since the pass is bound by ``lstat`` calls and the Python around them,
+        and processes share no lock); the second pass lists again only the folders that
+        differ.
 
         Args:
             hint: when a watcher knows which paths changed, the folders holding them are
@@ -352,22 +357,39 @@ class Scanner:
         if old is None or old[_LISTING] != top.listing_key or old[_STAT] != top.stat_key:
             dirty.append("")
         jobs = [(name, top.rules, top.key, name in top.partial) for name, _m in top.subdirs]
-        if len(jobs) < 2 or not _can_fork():
+        forks = min(self._forks, len(jobs) - 1)
+        if forks < 1 or not _can_fork():
             for job in jobs:
                 self._check(*job, dirty)
             return dirty
-        # Balance by the size of each subtree in the cache (folders below it).
+        # Balance by the size of each subtree in the cache (its folders and files).
         weight: dict[str, int] = {}
-        for d in self._old:
+        for d, fast in self._old.items():
             head = d.split("/", 1)[0]
-            weight[head] = weight.get(head, 0) + 1
-        mine: list[tuple[str, IgnoreRules, bytes, bool]] = []
-        theirs: list[tuple[str, IgnoreRules, bytes, bool]] = []
-        load = [0, 0]
+            weight[head] = weight.get(head, 0) + 1 + fast[_FILES]
+        parts: list[list[tuple[str, IgnoreRules, bytes, bool]]] = [[] for _ in range(forks + 1)]
+        load = [0] * (forks + 1)
         for job in sorted(jobs, key=lambda j: -weight.get(j[0], 1)):
-            side = 0 if load[0] <= load[1] else 1
-            (mine if side == 0 else theirs).append(job)
+            side = load.index(min(load))
+            parts[side].append(job)
             load[side] += weight.get(job[0], 1)
+        workers = [self._fork_check(part) for part in parts[1:]]
+        try:
+            for job in parts[0]:
+                self._check(*job, dirty)
+        finally:
+            found = [self._join_check(pid, rfd) for pid, rfd in workers]
+        for part, theirs in zip(parts[1:], found, strict=True):
+            if theirs is None:
+                # The worker failed (a folder vanished under it, say): check its part here.
+                theirs = []
+                for job in part:
+                    self._check(*job, theirs)
+            dirty.extend(theirs)
+        return dirty
+
+    def _fork_check(self, jobs: list[tuple[str, IgnoreRules, bytes, bool]]) -> tuple[int, int]:
+        """Check some top-level folders in a forked worker; return its pid and pipe."""
         rfd, wfd = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the worker, reported through the pipe
@@ -375,7 +397,7 @@ class Scanner:
             try:
                 os.close(rfd)
                 found: list[str] = []
-                for job in theirs:
+                for job in jobs:
                     self._check(*job, found)
                 payload = marshal.dumps(found)
             except BaseException:
@@ -388,22 +410,18 @@ class Scanner:
             finally:
                 os._exit(code)
         os.close(wfd)
-        try:
-            for job in mine:
-                self._check(*job, dirty)
-        finally:
-            chunks = []
-            with os.fdopen(rfd, "rb") as r:
-                while chunk := r.read(1 << 20):
-                    chunks.append(chunk)
-            os.waitpid(pid, 0)
-        theirs_found = marshal.loads(b"".join(chunks)) if chunks else None
-        if theirs_found is None:
-            # The worker failed (a folder vanished under it, say): check its part here.
-            theirs_found = []
-            for job in theirs:
-                self._check(*job, theirs_found)
-        return dirty + theirs_found
+        return pid, rfd
+
+    @staticmethod
+    def _join_check(pid: int, rfd: int) -> list[str] | None:
+        """Read what a worker found and reap it (None: it failed)."""
+        chunks = []
+        with os.fdopen(rfd, "rb") as r:
+            while chunk := r.read(1 << 20):
+                chunks.append(chunk)
+        os.waitpid(pid, 0)
+        found = marshal.loads(b"".join(chunks)) if chunks else None
+        return found if isinstance(found, list) else None
 
     def _check(
         self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, dirty: list[str]
@@ -427,19 +445,39 @@ class Scanner:
     ) -> _Listing:
         """List one folder: its rules, what is in scope, and the digests of both."""
         absdir = os.path.join(self.root, rel) if rel else self.root
+        # Names from listdir and stats by lstat relative to the folder's handle: no
+        # DirEntry objects to make, and a folder swapped for a symlink is not followed.
         try:
-            with os.scandir(absdir) as it:
-                dirents = list(it)
+            fd = os.open(absdir, _DIR_FLAGS)
         except (FileNotFoundError, NotADirectoryError):
-            dirents = []
+            fd = -1
         except OSError as e:
-            raise _Unreadable(_why(e)) from e
-        names = [d.name for d in dirents]
+            if e.errno != errno.ELOOP:
+                raise _Unreadable(_why(e)) from e
+            fd = -1  # a symlink now: not a folder any more, as if gone
+        names: list[str] = []
+        stats: list[os.stat_result | OSError] = []
+        if fd >= 0:
+            try:
+                listed = os.listdir(fd)
+                lstat = os.lstat
+                for name in listed:
+                    try:
+                        stats.append(lstat(name, dir_fd=fd))
+                    except FileNotFoundError:
+                        continue  # gone since the listing
+                    except OSError as e:
+                        stats.append(e)
+                    names.append(name)
+            except OSError as e:
+                raise _Unreadable(_why(e)) from e
+            finally:
+                os.close(fd)
         # The listing names each entry with its kind: a file that becomes a folder of the
         # same name must be decided again (a "build/" pattern matches only the folder).
         kinds = [
-            n + "/" if d.is_dir(follow_symlinks=False) else n
-            for n, d in zip(names, dirents, strict=True)
+            n + "/" if not isinstance(st, OSError) and st.st_mode & 0o170000 == 0o040000 else n
+            for n, st in zip(names, stats, strict=True)
         ]
         if ".gitignore" in names or ".takebackignore" in names:
             gi = self._read_small(absdir, ".gitignore") if ".gitignore" in names else None
@@ -456,27 +494,22 @@ class Scanner:
         if old is not None and old[_LISTING] == listing_key:
             skip, partial, uses_index = old[_SKIP], old[_PARTIAL], old[_USES_INDEX]
         else:
-            skip, partial, uses_index = self._decide(rel, dirents, rules, excluded)
+            skip, partial, uses_index = self._decide(rel, names, kinds, rules, excluded)
             listing_key = _digest(base_key, self._index_sig) if uses_index else base_key
         sigs: list[tuple[Any, ...]] = []
         kept: list[tuple[str, os.stat_result]] = []
         subdirs: list[tuple[str, int]] = []
         unreadable: list[tuple[str, str]] = []
-        for d in dirents:
-            name = d.name
-            if name in skip:
+        for name, st in zip(names, stats, strict=True):
+            if skip and name in skip:
                 continue
-            try:
-                st = d.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            except OSError as e:
-                if e.errno != errno.ENAMETOOLONG:
+            if isinstance(st, OSError):
+                if st.errno != errno.ENAMETOOLONG:
                     # Listed but not searchable (read without execute permission): the
                     # folder as a whole is what cannot be read.
-                    raise _Unreadable(_why(e)) from e
-                unreadable.append((name, _why(e)))
-                sigs.append((name, _why(e)))
+                    raise _Unreadable(_why(st)) from st
+                unreadable.append((name, _why(st)))
+                sigs.append((name, _why(st)))
                 continue
             m = st.st_mode
             fmt = m & 0o170000
@@ -787,7 +820,7 @@ class Scanner:
             self._keep_subtree(prefix + name)
 
     def _decide(
-        self, rel: str, dirents: list[os.DirEntry[str]], rules: IgnoreRules, excluded: bool
+        self, rel: str, names: list[str], kinds: list[str], rules: IgnoreRules, excluded: bool
     ) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
         """Return the names a folder leaves out, and its ignored folders git tracks files in.
 
@@ -800,16 +833,12 @@ class Scanner:
         skip: list[str] = []
         partial: list[str] = []
         uses_index = False
-        for d in dirents:
-            name = d.name
+        for name, kind in zip(names, kinds, strict=True):
             path = prefix + name
             if name == ".git" or name.startswith(TMP_PREFIX) or path in self._exclude:
                 skip.append(name)
                 continue
-            try:
-                is_dir = d.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
+            is_dir = kind.endswith("/")
             if excluded or rules.ignored(path, is_dir):
                 uses_index = True
                 index = self._index()

@@ -14,7 +14,6 @@ import stat
 import struct
 from collections.abc import Iterable
 from typing import Any, NoReturn, Self
-from urllib.parse import quote
 
 from ..errors import StoreCorruptError, StoreError
 
@@ -193,6 +192,8 @@ def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Conne
             # have to create: when there is none (and no -wal, so the main file holds
             # every page), the file is read as immutable, which creates nothing.
             immutable = not os.path.exists(path + "-shm") and not os.path.exists(path + "-wal")
+            from urllib.parse import quote  # only here: its import is paid by every command
+
             uri = f"file:{quote(path)}?mode=ro" + ("&immutable=1" if immutable else "")
             conn = sqlite3.connect(
                 uri,
