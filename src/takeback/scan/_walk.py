@@ -641,7 +641,14 @@ class Scanner:
             else:
                 tree[name] = Entry(DIR, mode, cid, 0)
         unread.sort()
-        tree_id = self._put("tree", encode_tree(tree), None, old[_TREE] if old else None)
+        body = encode_tree(tree)
+        if old is None and self._pack is not None and self._put_packed is not None:
+            # A new folder (every folder of a first snapshot): no delta base to weigh,
+            # so no query of whether it is stored (the insert keeps a stored one).
+            tree_id = hashlib.sha256(body).hexdigest()
+            self._put_packed([("tree", tree_id, len(body), self._pack(body))])
+        else:
+            tree_id = self._put("tree", body, None, old[_TREE] if old else None)
         self._new[rel] = (
             got.listing_key,
             got.skip,

@@ -174,16 +174,11 @@ class ObjectStore:
         Args:
             kind: ``blob`` or ``tree``.
             data: the content.
-            oid: its SHA-256, when the caller has it already (it must be).
+            oid: its SHA-256, when the caller has it already.
             base: the id of an earlier version, to store this one as a delta against.
         """
         if oid is None:
             oid = hashlib.sha256(data).hexdigest()
-        if base is None:
-            # No delta to weigh: compressing costs about what asking SQLite would, and
-            # the insert keeps an object stored already (see put_packed).
-            self.put_packed([(kind, oid, len(data), self.pack(data))])
-            return oid
         if self.has(oid):
             return oid
         z = self._z()
