@@ -142,3 +142,33 @@ def test_a_file_that_vanishes_before_its_read_is_left_out(
     pool.objects.flush()
     assert lookup(pool.objects.get_tree, result.tree, "d4/f7.txt") is None
     assert lookup(pool.objects.get_tree, result.tree, "d4/f8.txt") is not None
+
+
+def test_batches_written_behind_the_walk_are_all_committed(
+    stores: tuple[Path, Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small batches, so that many go through the writer thread while the walk goes on."""
+    from takeback.ops import Options, scan
+    from takeback.store import _objects
+
+    root, one, pool = stores
+    a = _scan(root, one, 0)
+    monkeypatch.setattr(_objects, "_BATCH_BYTES", 2048)
+    b = scan(pool, Options(max_file_bytes=65536))
+    assert b.tree == a.tree
+    (count,) = pool.objects.conn.execute("SELECT count(*) FROM objects").fetchone()
+    (expected,) = one.objects.conn.execute("SELECT count(*) FROM objects").fetchone()
+    assert count == expected
+    # Committed, not only pending: a fresh connection reads every object back.
+    pool.close()
+    again = Store.open(pool.path, pool.root, create=False)
+    assert _contents(again, b.tree) == _contents(one, a.tree)
+    again.close()
+    # Edits go through the writer as deltas, with their bases from the earlier batches.
+    for d in range(6):
+        p = root / f"d{d}" / "f40.txt"
+        p.write_bytes(p.read_bytes() + b"edited\n")
+    third = Store.open(pool.path, pool.root, create=False)
+    c = scan(third, Options(max_file_bytes=65536))
+    assert _contents(third, c.tree)["d5/f40.txt"][2].endswith(b"edited\n")
+    third.close()

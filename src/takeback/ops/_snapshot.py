@@ -105,10 +105,13 @@ def scan(
         workers=read_workers(),
         forks=check_forks(),
     )
-    result = scanner.scan()
-    # Objects first, then the cache rows that name them: a crash in between leaves
-    # unreferenced objects, never a cache entry pointing at nothing.
-    store.objects.flush()
+    # Full batches of objects are committed by a writer thread while the walk goes on
+    # (a first snapshot writes hundreds of megabytes).
+    with store.objects.write_behind():
+        result = scanner.scan()
+        # Objects first, then the cache rows that name them: a crash in between leaves
+        # unreferenced objects, never a cache entry pointing at nothing.
+        store.objects.flush()
     if result.cache is not None:
         with meta.tx():
             meta.set_kv(CACHE_KEY, result.cache)

@@ -15,7 +15,9 @@ damaged base is caught like any damaged object. Nothing deletes an object yet; a
 A first snapshot reads every file: :meth:`ObjectStore.pack` compresses on any thread (one
 compressor per thread; zstd and SHA-256 release the GIL), and :meth:`ObjectStore.put_packed`
 adds what the threads packed from the one thread that writes, without asking SQLite
-about each one (``INSERT OR IGNORE`` keeps an object stored already).
+about each one (``INSERT OR IGNORE`` keeps an object stored already). Within
+:meth:`ObjectStore.write_behind`, each full batch is committed by one writer thread while
+the scan goes on (one batch in flight at most, still readable until it is committed).
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import hashlib
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from ..errors import StoreCorruptError
@@ -86,6 +90,11 @@ class ObjectStore:
         self._local = threading.local()
         #: pending objects added without asking whether the store has them already
         self._unchecked: set[str] = set()
+        #: the batch the writer thread is committing (write-behind), and its unchecked ids
+        self._inflight: dict[str, _Pending] = {}
+        self._inflight_unchecked: set[str] = set()
+        self._writer: ThreadPoolExecutor | None = None
+        self._writing: Future[None] | None = None
 
     def init_schema(self) -> None:
         """Create the table of a new store (idempotent: a creation cut short is finished)."""
@@ -153,17 +162,17 @@ class ObjectStore:
         is known as *unchecked* (see :meth:`_depth`).
         """
         for kind, oid, size, packed in items:
-            if oid in self._pending:
+            if oid in self._pending or oid in self._inflight:
                 continue
             self._pending[oid] = _Pending(kind, size, packed, None, 0)
             self._unchecked.add(oid)
             self._pending_bytes += len(packed)
         if self._pending_bytes >= _BATCH_BYTES:
-            self.flush()
+            self._send()
 
     def has(self, oid: str) -> bool:
         """Return whether the object exists (committed or pending)."""
-        if oid in self._pending:
+        if oid in self._pending or oid in self._inflight:
             return True
         row = self.conn.execute("SELECT 1 FROM objects WHERE oid=?", (oid,)).fetchone()
         return row is not None
@@ -200,41 +209,92 @@ class ObjectStore:
         self._pending[oid] = _Pending(kind, len(data), packed, used, depth)
         self._pending_bytes += len(packed)
         if self._pending_bytes >= _BATCH_BYTES:
-            self.flush()
+            self._send()
         return oid
 
-    def _depth(self, oid: str) -> int | None:
+    def _uncommitted(self, oid: str) -> _Pending | None:
         pending = self._pending.get(oid)
-        if pending is not None and oid in self._unchecked:
+        return pending if pending is not None else self._inflight.get(oid)
+
+    def _depth(self, oid: str) -> int | None:
+        pending = self._uncommitted(oid)
+        if pending is not None and (oid in self._unchecked or oid in self._inflight_unchecked):
             # Stored already, perhaps as a delta: the insert will keep that row, so a
             # delta built on it would sit one deeper than the stored chain.
             row = self.conn.execute("SELECT depth FROM objects WHERE oid=?", (oid,)).fetchone()
             if row is not None:
                 return int(row[0])
             self._unchecked.discard(oid)
+            self._inflight_unchecked.discard(oid)
         if pending is not None:
             return pending.depth
         row = self.conn.execute("SELECT depth FROM objects WHERE oid=?", (oid,)).fetchone()
         return None if row is None else int(row[0])
 
     def flush(self) -> None:
-        """Commit pending objects in one transaction (in put order: a base comes first)."""
+        """Commit pending objects (in put order: a base comes first); wait for the writer.
+
+        Raises:
+            StoreError: a batch could not be written (the snapshot that put it fails).
+        """
+        self._send()
+        self._settle()
+
+    @contextmanager
+    def write_behind(self) -> Iterator[None]:
+        """Within the block, full batches are committed by a writer thread meanwhile.
+
+        Batches are committed in the order they fill, one at a time, so a base still
+        comes before its deltas and blobs before the trees that name them; a batch that
+        fails is raised at the next batch or at :meth:`flush`. On leaving, what is in
+        flight is waited for (what is pending stays pending) and the thread ends, so the
+        process may fork again.
+        """
+        if self._writer is not None:
+            yield
+            return
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="takeback-write")
+        try:
+            yield
+        finally:
+            try:
+                self._settle()
+            finally:
+                self._writer.shutdown(wait=True)
+                self._writer = None
+
+    def _send(self) -> None:
+        """Hand the pending batch to the writer (or commit it here, without one)."""
         if not self._pending:
             return
         rows = [(oid, *p) for oid, p in self._pending.items()]
-        try:
-            with Tx(self.conn) as c:
-                c.executemany(
-                    "INSERT OR IGNORE INTO objects(oid, kind, size, data, base, depth) "
-                    "VALUES (?,?,?,?,?,?)",
-                    rows,
-                )
-        finally:
+        batch, unchecked = self._pending, self._unchecked
+        self._pending, self._unchecked, self._pending_bytes = {}, set(), 0
+        if self._writer is None:
             # Written or not, these are dropped: a failed batch fails its snapshot, and
             # nothing may refer to objects that were never committed.
-            self._pending.clear()
-            self._unchecked.clear()
-            self._pending_bytes = 0
+            self._commit(rows)
+            return
+        self._settle()  # one batch in flight at most: memory stays bounded
+        self._inflight, self._inflight_unchecked = batch, unchecked
+        self._writing = self._writer.submit(self._commit, rows)
+
+    def _settle(self) -> None:
+        """Wait for the batch in flight; raise its failure."""
+        writing, self._writing = self._writing, None
+        try:
+            if writing is not None:
+                writing.result()
+        finally:
+            self._inflight, self._inflight_unchecked = {}, set()
+
+    def _commit(self, rows: list[tuple[Any, ...]]) -> None:
+        with Tx(self.conn) as c:
+            c.executemany(
+                "INSERT OR IGNORE INTO objects(oid, kind, size, data, base, depth) "
+                "VALUES (?,?,?,?,?,?)",
+                rows,
+            )
 
     def repair(self, kind: str, data: bytes) -> bool:
         """Store ``data`` again, whole, over a damaged copy of the same object.
@@ -273,7 +333,7 @@ class ObjectStore:
         if cached is not None:
             self._raw.move_to_end(oid)
             return cached
-        pending = self._pending.get(oid)
+        pending = self._uncommitted(oid)
         if pending is not None:
             packed, base = pending.data, pending.base
         else:
