@@ -351,7 +351,7 @@ class Scanner:
 
     def _dirty_dirs(self, rules: IgnoreRules, key: bytes) -> list[str]:
         """Return the folders whose listing or stats differ from the cache (or are new)."""
-        top = self._list("", rules, key, False, self._old.get(""))
+        top = self._list("", rules, key, False, self._old.get(""), keep=False)
         dirty: list[str] = []
         old = self._old.get("")
         if old is None or old[_LISTING] != top.listing_key or old[_STAT] != top.stat_key:
@@ -428,7 +428,7 @@ class Scanner:
     ) -> None:
         old = self._old.get(rel)
         try:
-            got = self._list(rel, rules, key, excluded, old)
+            got = self._list(rel, rules, key, excluded, old, keep=False)
         except _Unreadable:
             dirty.append(rel)  # never cached: its parent names it again
             return
@@ -441,9 +441,20 @@ class Scanner:
     # -- one folder ------------------------------------------------------------------
 
     def _list(
-        self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, old: _Fast | None
+        self,
+        rel: str,
+        rules: IgnoreRules,
+        key: bytes,
+        excluded: bool,
+        old: _Fast | None,
+        *,
+        keep: bool = True,
     ) -> _Listing:
-        """List one folder: its rules, what is in scope, and the digests of both."""
+        """List one folder: its rules, what is in scope, and the digests of both.
+
+        ``keep`` False leaves the files' stats out of the result (the check pass needs
+        only the digests and the subfolders).
+        """
         absdir = os.path.join(self.root, rel) if rel else self.root
         # Names from listdir and stats by lstat relative to the folder's handle: no
         # DirEntry objects to make, and a folder swapped for a symlink is not followed.
@@ -517,7 +528,8 @@ class Scanner:
                 subdirs.append((name, m & 0o7777))
                 sigs.append((name, m))
             elif fmt == 0o100000 or fmt == 0o120000:
-                kept.append((name, st))
+                if keep:
+                    kept.append((name, st))
                 sigs.append((name, m, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
         stat_key = _digest(key, marshal.dumps(sigs))
         return _Listing(
