@@ -148,7 +148,14 @@ def test_an_unreadable_file_is_one_clear_warning(
             raise PermissionError(errno.EACCES, "Permission denied", path)
         return real_scandir(path)
 
+    def root_open_denied(path: str, flags: int, *args: object) -> int:
+        if os.fspath(path) == str(root):
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    # The root cannot be listed, whether by name (scandir) or through a handle (open).
     monkeypatch.setattr(os, "scandir", root_denied)
+    monkeypatch.setattr(os, "open", root_open_denied)
     with pytest.raises(ScanError, match="cannot read the workspace root"):
         Workspace(root, store=tmp_path / "store").snapshot()
 

@@ -499,12 +499,14 @@ def test_install_merges_and_uninstall_removes_exactly_its_own(tb: CLI, ws_dir: P
     assert f"  + PreToolUse [Write|Edit|MultiEdit|NotebookEdit|Bash]: {cmd}" in out
     assert f"  + PostToolUse [Bash]: {cmd}" in out
     assert f"  + UserPromptSubmit: {cmd}" in out and f"  + Stop: {cmd}" in out
+    assert f"  + SessionStart: {cmd}" in out
     merged = json.loads(path.read_text())
     assert merged["permissions"] == USER_SETTINGS["permissions"] and merged["model"] == "opus"
     assert sorted(_ours(merged)) == sorted(
         [
             ("PostToolUse", "Bash", cmd),
             ("PreToolUse", "Write|Edit|MultiEdit|NotebookEdit|Bash", cmd),
+            ("SessionStart", None, cmd),
             ("Stop", None, cmd),
             ("UserPromptSubmit", None, cmd),
         ]
@@ -518,7 +520,7 @@ def test_install_merges_and_uninstall_removes_exactly_its_own(tb: CLI, ws_dir: P
     assert "nothing changed" in again and path.read_text() == text
 
     out = tb("hooks", "uninstall", "claude-code").stdout
-    assert out.count("  - ") == 4
+    assert out.count("  - ") == 5  # one per event installed
     assert json.loads(path.read_text()) == USER_SETTINGS
     assert "nothing changed" in tb("hooks", "uninstall", "claude-code").stdout
 
@@ -547,13 +549,13 @@ def test_install_replaces_a_stale_command_and_duplicates(tb: CLI, ws_dir: Path) 
     cmd = f"{sys.executable} -m takeback hook claude-code"
     doc = json.loads(tb("hooks", "install", "claude-code", "--json", "--command", cmd).stdout)
     assert doc["changed"] and doc["removed"] == [f"Stop: {old}", f"Stop: {old}"]
-    assert len(doc["added"]) == 4
+    assert len(doc["added"]) == 5
     settings = json.loads(path.read_text())
     assert settings["hooks"]["Stop"] == [
         {"hooks": [{"type": "command", "command": "echo keep"}]},
         {"hooks": [{"type": "command", "command": cmd}]},
     ]
-    assert len(_ours(settings)) == 4
+    assert len(_ours(settings)) == 5
 
 
 def test_install_for_the_user_writes_under_home(tb: CLI, ws_dir: Path, tmp_path: Path) -> None:
@@ -562,13 +564,13 @@ def test_install_for_the_user_writes_under_home(tb: CLI, ws_dir: Path, tmp_path:
     doc = json.loads(tb("hooks", "install", "claude-code", "--user", "--json").stdout)
     path = home / ".claude" / "settings.json"
     assert doc["settings"] == str(path) and doc["created"] and path.exists()
-    assert len(_ours(json.loads(path.read_text()))) == 4
+    assert len(_ours(json.loads(path.read_text()))) == 5
     assert not (ws_dir / ".claude").exists()
     tb("hooks", "uninstall", "claude-code", "--user")
     assert json.loads(path.read_text()) == {}
     config = tmp_path / "claude-config"
     tb("hooks", "install", "claude-code", "--user", env={"CLAUDE_CONFIG_DIR": str(config)})
-    assert len(_ours(json.loads((config / "settings.json").read_text()))) == 4
+    assert len(_ours(json.loads((config / "settings.json").read_text()))) == 5
 
 
 def test_install_refuses_a_broken_settings_file(tb: CLI, ws_dir: Path) -> None:
@@ -606,7 +608,7 @@ def test_a_symlinked_settings_file_is_written_through_and_stays_a_link(
     out = tb("hooks", "install", "claude-code", "--user").stdout
     assert out.startswith(f"Updated {link}:")
     assert link.is_symlink() and os.readlink(link) == rel_target
-    assert len(_ours(json.loads(target.read_text()))) == 4
+    assert len(_ours(json.loads(target.read_text()))) == 5
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
     assert sorted(p.name for p in link.parent.iterdir()) == ["settings.json"]
@@ -618,7 +620,7 @@ def test_a_symlinked_settings_file_is_written_through_and_stays_a_link(
     # A link whose target does not exist yet: the target is made, the link kept.
     target.unlink()
     tb("hooks", "install", "claude-code", "--user")
-    assert link.is_symlink() and len(_ours(json.loads(target.read_text()))) == 4
+    assert link.is_symlink() and len(_ours(json.loads(target.read_text()))) == 5
 
 
 # -- faults seen in real agent traffic -------------------------------------------------

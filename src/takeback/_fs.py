@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 import sys
 from collections.abc import Iterator
@@ -124,7 +123,7 @@ def atomic_write(path: str, data: bytes, *, mode: int = 0o600, keep_mode: bool =
             mode = stat.S_IMODE(os.stat(path).st_mode)
         except FileNotFoundError:
             pass
-    tmp = os.path.join(folder, f"{TMP_PREFIX}{secrets.token_hex(6)}")
+    tmp = os.path.join(folder, f"{TMP_PREFIX}{os.urandom(6).hex()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -298,7 +297,7 @@ class SafeRoot:
         A symlink or file already there is replaced atomically, never written through.
         """
         with self.parent(rel, create=True) as (pfd, name):
-            tmp = f"{self.tmp_prefix}{secrets.token_hex(6)}"
+            tmp = f"{self.tmp_prefix}{os.urandom(6).hex()}"
             fd = os.open(
                 tmp,
                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
@@ -322,7 +321,7 @@ class SafeRoot:
     def write_symlink(self, rel: str, target: bytes) -> None:
         """Put a symlink pointing at ``target`` at ``rel`` (the target is stored, not checked)."""
         with self.parent(rel, create=True) as (pfd, name):
-            tmp = f"{self.tmp_prefix}{secrets.token_hex(6)}"
+            tmp = f"{self.tmp_prefix}{os.urandom(6).hex()}"
             os.symlink(target, tmp, dir_fd=pfd)
             try:
                 os.replace(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)

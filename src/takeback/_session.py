@@ -80,8 +80,13 @@ class Session:
     def __repr__(self) -> str:
         return f"<Session {self.name!r} of {self.workspace.root!r}>"
 
-    def start(self) -> SessionInfo:
-        """Return the session's record, taking its baseline snapshot if it has none."""
+    def start(self, *, on_progress: Callable[[int], None] | None = None) -> SessionInfo:
+        """Return the session's record, taking its baseline snapshot if it has none.
+
+        Args:
+            on_progress: called with the number of files read so far (the workspace's
+                first snapshot reads them all).
+        """
         store = self.workspace.open_store(create=True)
         info = store.meta.session(self.name)
         if info is not None:
@@ -91,6 +96,7 @@ class Session:
             kind="baseline",
             session=self.name,
             message="session start",
+            on_progress=on_progress,
         )
         with store.meta.tx():
             if store.meta.session(self.name) is None:

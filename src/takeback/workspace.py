@@ -429,7 +429,7 @@ class Workspace:
             ScanError: the workspace cannot be read.
         """
         if session is not None:
-            self.session(session).start()
+            self.session(session).start(on_progress=on_progress)
         info = ops.take(
             self.recording(create=True),
             kind=kind,

@@ -58,8 +58,13 @@ def progress(label: str, enabled: bool) -> Iterator[Callable[[int, int], None] |
 
 
 @contextmanager
-def spinner(label: str, enabled: bool) -> Iterator[Callable[[int], None] | None]:
-    """Show a spinner on a terminal while long work runs, with a count of files read.
+def read_progress(label: str, enabled: bool) -> Iterator[Callable[[int], None] | None]:
+    """Show a progress bar on a terminal while a snapshot reads files.
+
+    The number of files to read is not known ahead (the walk lists folders while the
+    files already found are read), so the bar pulses and the count of files read, the
+    rate and the time so far go beside it. Nothing is drawn before the scan reports its
+    first few hundred files read: an unchanged snapshot reads none and shows nothing.
 
     Yields a callback taking that count, or None when piped (nothing is drawn then).
     """
@@ -67,10 +72,39 @@ def spinner(label: str, enabled: bool) -> Iterator[Callable[[int], None] | None]
         yield None
         return
     from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        SpinnerColumn,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
-    with Console(stderr=True).status(label) as status:
+    started = time.monotonic()
+    shown: list[tuple[Progress, TaskID]] = []
 
-        def update(files: int) -> None:
-            status.update(f"{label} {files:,} files read")
+    def update(files: int) -> None:
+        if not shown:  # drawn from the first report on: a snapshot that reads little shows none
+            bar = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed:,} files read"),
+                TextColumn("{task.fields[rate]}"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            bar.start()
+            shown.append((bar, bar.add_task(label, total=None, rate="")))
+        bar, task = shown[0]
+        spent = time.monotonic() - started
+        rate = f"{files / spent:,.0f}/s" if spent > 0 else ""
+        bar.update(task, completed=files, rate=rate)
 
+    try:
         yield update
+    finally:
+        if shown:
+            shown[0][0].stop()

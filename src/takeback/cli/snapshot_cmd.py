@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._render import quote_path, sid, spinner
+from ._render import quote_path, read_progress, sid
 
 if TYPE_CHECKING:
     from ._app import Ctx
@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ctx: Ctx) -> int:
     """Take the snapshot."""
     ws = ctx.workspace()
-    with spinner("Taking a snapshot…", not ctx.json) as on_progress:
+    with read_progress("Taking a snapshot", not ctx.json) as on_progress:
         info = ws.snapshot(ctx.args.message, session=ctx.session, on_progress=on_progress)
     if ctx.json:
         ctx.emit_json(info.to_json())

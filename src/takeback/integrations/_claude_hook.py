@@ -10,6 +10,15 @@ not installed) is finished then. Claude Code's session id is takeback's session.
 events and tools are installed in the settings file is :mod:`._claude_settings`'
 business.
 
+``SessionStart`` (whatever its ``source``: startup, resume, clear, compact) starts the
+workspace's first snapshot, when it has none yet, in a detached process, and returns at
+once: that snapshot reads every file, and the person's first prompt should wait only
+for what is left of it. The detached process takes the session's baseline while it
+holds an exclusive ``flock`` on ``<store>/claude-code/baseline.lock`` (taken by the
+``SessionStart`` call and handed down, so there is no moment when neither holds it);
+every other call waits for that lock first, within its own time bound, and then finds
+the baseline done instead of reading every file a second time.
+
 Hooks fail open: :func:`run` never raises. Whatever goes wrong is written to
 ``hook.log`` in the store, and the command exits 0 with nothing on stdout, because
 Claude Code reads stdout (and exit code 2) as decisions. :class:`Deadline` bounds the
@@ -60,6 +69,10 @@ TIMEOUT_ENV = "TAKEBACK_HOOK_TIMEOUT"
 LOG_NAME = "hook.log"
 LOG_MAX_BYTES = 1 << 20
 PENDING_DIR = os.path.join("claude-code", "pending")
+#: held (exclusively) while a detached process takes the workspace's first snapshot
+BASELINE_LOCK = os.path.join("claude-code", "baseline.lock")
+#: set in the detached process's environment: it takes the baseline itself
+BASELINE_ENV = "TAKEBACK_HOOK_BASELINE"
 
 
 # -- payloads --------------------------------------------------------------------------
@@ -71,7 +84,16 @@ class Payload:
     A plain class, not a dataclass: the hook's start-up is kept free of ``dataclasses``.
     """
 
-    __slots__ = ("cwd", "event", "prompt", "session_id", "tool_input", "tool_name", "tool_use_id")
+    __slots__ = (
+        "cwd",
+        "event",
+        "prompt",
+        "session_id",
+        "source",
+        "tool_input",
+        "tool_name",
+        "tool_use_id",
+    )
 
     def __init__(
         self,
@@ -83,6 +105,7 @@ class Payload:
         tool_input: dict[str, Any] | None = None,
         tool_use_id: str | None = None,
         prompt: str | None = None,
+        source: str | None = None,
     ) -> None:
         self.event = event
         self.session_id = session_id
@@ -91,6 +114,7 @@ class Payload:
         self.tool_input: dict[str, Any] = tool_input if tool_input is not None else {}
         self.tool_use_id = tool_use_id
         self.prompt = prompt
+        self.source = source
 
 
 def _field(doc: dict[str, Any], key: str, *, required: bool = False) -> str | None:
@@ -135,6 +159,7 @@ def parse_payload(raw: bytes) -> Payload:
         tool_input=tool_input,
         tool_use_id=_field(doc, "tool_use_id"),
         prompt=_field(doc, "prompt"),
+        source=_field(doc, "source"),
     )
 
 
@@ -328,6 +353,8 @@ def handle(
     if event == "UserPromptSubmit":
         turn = ws.session(name).turn(label=_label(payload.prompt))
         return f"turn {turn.n} begun{done}"
+    if event == "SessionStart":
+        return f"session start ({payload.source or '-'}): {_session_start(ws, name, env)}{done}"
     if event in ("Stop", "SessionEnd"):
         if not ws.has_store():
             return "no store: nothing to end"
@@ -337,6 +364,95 @@ def handle(
         changes = current.end()
         return f"turn {current.n} ended: {len(changes)} file(s) changed{done}"
     return f"ignored{done}"
+
+
+# -- the baseline, begun when the session starts ---------------------------------------
+
+
+def _session_start(ws: Workspace, name: str, env: Mapping[str, str] | None) -> str:
+    """Take the baseline in the detached process; elsewhere leave it to the first prompt.
+
+    A workspace with snapshots has a scan cache, so the first prompt's baseline costs a
+    walk of stats, not a read of every file (:func:`run` starts the detached process
+    when it has none).
+    """
+    if env is not None and env.get(BASELINE_ENV):
+        info = ws.session(name).start()
+        return f"baseline {info.baseline[:12]} taken"
+    return "nothing to start; the baseline is taken at the first prompt"
+
+
+def start_baseline(ws: Workspace, call: HookCall, raw: bytes, env: Mapping[str, str]) -> str:
+    """Start the first snapshot in a detached process; return at once.
+
+    The exclusive lock on :data:`BASELINE_LOCK` is taken here and handed to the
+    process (the same open file), so a prompt that comes before the process has started
+    already finds it held. Nothing is started when another process holds it.
+
+    Returns:
+        What was done (for the log).
+    """
+    import fcntl
+    import subprocess
+    import sys
+
+    path = os.path.join(ws.store_path, BASELINE_LOCK)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "a baseline is being taken already"
+        argv = [sys.executable, "-m", "takeback", "hook", AGENT, "--root", ws.root]
+        argv += ["--store", ws.store_path]
+        if call.session:
+            argv += ["--session", call.session]
+        if call.max_file_bytes is not None:
+            argv += ["--max-file-bytes", str(call.max_file_bytes)]
+        # Its own session, no terminal, nothing of Claude Code's pipes: Claude Code waits
+        # for the hook's stdout to close, and the baseline may take a while.
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            pass_fds=(fd,),
+            env={**env, BASELINE_ENV: "1"},
+            cwd=ws.root,
+        )
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(raw)
+        finally:
+            proc.stdin.close()
+        return f"baseline started in the background (pid {proc.pid})"
+    finally:
+        os.close(fd)  # the process holds the lock through its own copy
+
+
+def wait_for_baseline(store_path: str) -> bool:
+    """Wait while a detached process takes the first snapshot (bounded by the Deadline).
+
+    Returns:
+        Whether there was one to wait for.
+    """
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(store_path, BASELINE_LOCK), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            return True
+    finally:
+        os.close(fd)
 
 
 # -- running one hook call -------------------------------------------------------------
@@ -518,12 +634,18 @@ def run(
             if _first_scan(ws):
                 deadline.extend(FIRST_SCAN_TIMEOUT)
         ws.on_event(lambda ev: _log_event(log_dir, payload, ev))
-        service = _wants_service(payload)
-        if service:
-            _start_service(ws, env)
-        done = handle(payload, ws, session=call.session, env=env)
-        if service:
-            _start_service(ws, env)  # the first call of a workspace made its store just now
+        if payload.event == "SessionStart" and not env.get(BASELINE_ENV) and _first_scan(ws):
+            done = "session start: " + start_baseline(ws, call, raw, env)
+        else:
+            service = _wants_service(payload)
+            if service:
+                _start_service(ws, env)
+            waited = payload.event != "SessionStart" and wait_for_baseline(ws.store_path)
+            done = handle(payload, ws, session=call.session, env=env)
+            if waited:
+                done += " (after the baseline taken in the background)"
+            if service:
+                _start_service(ws, env)  # the first call of a workspace made its store just now
         if env.get("TAKEBACK_HOOK_DEBUG"):
             ms = (time.perf_counter() - started) * 1000
             _append_log(ws.store_path, _line(payload, f"ok in {ms:.0f} ms: {done}"))

@@ -26,6 +26,8 @@ from ._claude_hook import AGENT, COMMAND_TOOLS, FILE_TOOLS
 #: events every Claude Code release knows: an unknown event name makes Claude Code skip
 #: the whole settings file.
 HOOK_SPECS: tuple[tuple[str, str | None], ...] = (
+    # Every source (startup, resume, clear, compact): the first snapshot starts early.
+    ("SessionStart", None),
     ("UserPromptSubmit", None),
     ("PreToolUse", "|".join([*FILE_TOOLS, *sorted(COMMAND_TOOLS)])),
     ("PostToolUse", "|".join(sorted(COMMAND_TOOLS))),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,28 @@ from ..scan import CACHE_KEY, Scanner, ScanResult
 from ..store import Store
 
 DEFAULT_MAX_FILE_BYTES = 16 << 20
+
+
+def _cores() -> int:
+    """How many cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def read_workers() -> int:
+    """How many threads read, hash and compress files: one per core this process may use.
+
+    More would only queue: the work is CPU-bound once the files are in the page cache,
+    and the walking thread needs a core of its own now and then.
+    """
+    return max(2, min(_cores(), 8))
+
+
+def check_forks() -> int:
+    """How many forked workers share a full scan's check pass: one per other core."""
+    return max(1, min(_cores() - 1, 7))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,18 +142,25 @@ def scan(
         on_progress=on_progress,
         exclude_env=opts.exclude_env,
         exclude=[store.path],
+        pack=store.objects.pack,
+        put_packed=store.objects.put_packed,
+        workers=read_workers(),
+        forks=check_forks(),
     )
-    result = scanner.scan(hint=hint, recheck_index=bool(changes and changes.index))
+    # Full batches of objects are committed by a writer thread while the walk goes on
+    # (a first snapshot writes hundreds of megabytes).
+    with store.objects.write_behind():
+        result = scanner.scan(hint=hint, recheck_index=bool(changes and changes.index))
+        # Objects first, then the cache rows that name them: a crash in between leaves
+        # unreferenced objects, never a cache entry pointing at nothing. The cache and the
+        # mark it was taken at are written together: the pair is always one scan's.
+        store.objects.flush()
     if hint is not None:
         result.mode = "service"
         result.reason = f"{len(hint)} folder(s) changed"
     else:
         result.reason = why
     new_mark = changes.mark.encode() + tag if changes and changes.mark else None
-    # Objects first, then the cache rows that name them: a crash in between leaves
-    # unreferenced objects, never a cache entry pointing at nothing. The cache and the
-    # mark it was taken at are written together: the pair is always one scan's.
-    store.objects.flush()
     if result.cache is not None:
         with meta.tx():
             meta.set_kv(CACHE_KEY, result.cache)

@@ -18,6 +18,11 @@ allows) is not an error: it goes into its folder's tree as an ``u`` entry, named
 reason, and is never trusted from the cache, so it is tried again by every scan. A
 restore leaves such a path (and all below it) as it is.
 
+Files to read are read, hashed and compressed on a pool of threads (reads, SHA-256 and
+zstd release the GIL), handed out as soon as a folder is listed, so they are done by the
+time the walk comes back up to build that folder's tree; the objects are stored from the
+walking thread, in the walk's order, so writes stay on one thread.
+
 Race rule (as git's "racy clean" and borg's): a file whose mtime or ctime is not older
 than the scan's start minus the timestamp granularity could still change within the same
 tick without its stat changing, so it is never trusted: its folder's stat key is saved
@@ -32,9 +37,10 @@ import marshal
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .._fs import TMP_PREFIX, allow_deep_trees, open_regular, read_regular
 from ..errors import ScanError
@@ -58,6 +64,26 @@ _Fast = tuple[Any, ...]
     range(11)
 )
 _FAST_LEN = 11
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: How many files, and how many bytes, one task of the read pool takes at most.
+_CHUNK_FILES = 32
+_CHUNK_BYTES = 8 << 20
+
+#: What a read task gives back for one file: the entry's kind, mode, size, the stat it
+#: was read at, its id, and either its compressed bytes (stored as they are) or its raw
+#: bytes (to store as a delta against the earlier version); None when it vanished; the
+#: reason when it cannot be read.
+_Loaded = tuple[str, int, int, tuple[int, ...], str, bytes | None, bytes | None]
+
+
+class PutObject(Protocol):
+    """Stores one object and returns its id (``ObjectStore.put``)."""
+
+    def __call__(
+        self, kind: str, data: bytes, oid: str | None = ..., base: str | None = ..., /
+    ) -> str:
+        """Store ``data`` (as a delta against ``base`` when that is smaller)."""
+        ...
 
 
 class _Unreadable(Exception):  # noqa: N818 - internal signal, never leaves the scan
@@ -167,19 +193,28 @@ class Scanner:
         exclude: absolute paths never to scan (the store, when it lies inside the root).
         on_progress: called with the number of files read so far, every few hundred
             (a first snapshot reads every file).
+        pack: compresses an object as the store keeps it, on any thread; with
+            ``put_packed``, files are read, hashed and compressed on ``workers`` threads.
+        put_packed: stores a batch of objects ``pack`` compressed (kind, id, size, bytes).
+        workers: how many threads read files (0: none, everything on the calling one).
+        forks: how many forked processes share the check pass with this one (0: none).
     """
 
     def __init__(
         self,
         root: str,
         *,
-        put: Callable[[str, bytes, str | None, str | None], str],
+        put: PutObject,
         cache_get: Callable[[str], bytes | None],
         dircache_get: Callable[[Iterable[str]], dict[str, bytes]],
         max_file_bytes: int,
         exclude_env: bool = True,
         exclude: Iterable[str] = (),
         on_progress: Callable[[int], None] | None = None,
+        pack: Callable[[bytes], bytes] | None = None,
+        put_packed: Callable[[Sequence[tuple[str, str, int, bytes]]], None] | None = None,
+        workers: int = 0,
+        forks: int = 1,
     ) -> None:
         self.root = root
         self._put = put
@@ -206,6 +241,13 @@ class Scanner:
         self._racy_ns = 0
         self._index_sig = b"-"
         self._on_progress = on_progress
+        self._pack = pack
+        self._put_packed = put_packed
+        self._workers = workers if pack is not None and put_packed is not None else 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._forks = forks
+        #: folder -> its detailed cache row and the reads handed to the pool, by name
+        self._reads: dict[str, tuple[dict[str, Any], dict[str, Future[list[Any]]]]] = {}
 
     # -- entry point -----------------------------------------------------------------
 
@@ -213,9 +255,10 @@ class Scanner:
         """Walk the workspace and return its root tree (blobs and trees are stored).
 
         With a cache from an earlier scan, a first pass only compares each folder's
-        digests (split between this process and one forked worker, since a walk is
-        bound by ``lstat`` calls, and two processes make them twice as fast on two
-        cores); the second pass lists again only the folders that differ.
+        digests (the top-level folders split between this process and ``forks`` forked
+        workers, since the pass is bound by ``lstat`` calls and the Python around them,
+        and processes share no lock); the second pass lists again only the folders that
+        differ.
 
         Args:
             hint: when a watcher knows which paths changed, the folders holding them are
@@ -268,6 +311,8 @@ class Scanner:
             raise ScanError(
                 f"cannot read the workspace root {self.root}: {e.reason}", path=self.root
             ) from e
+        finally:
+            self._stop_pool()
         cache: bytes | None = None
         if self._new != self._old:
             cache = marshal.dumps(self._new)
@@ -315,28 +360,45 @@ class Scanner:
 
     def _dirty_dirs(self, rules: IgnoreRules, key: bytes) -> list[str]:
         """Return the folders whose listing or stats differ from the cache (or are new)."""
-        top = self._list("", rules, key, False, self._old.get(""))
+        top = self._list("", rules, key, False, self._old.get(""), keep=False)
         dirty: list[str] = []
         old = self._old.get("")
         if old is None or old[_LISTING] != top.listing_key or old[_STAT] != top.stat_key:
             dirty.append("")
         jobs = [(name, top.rules, top.key, name in top.partial) for name, _m in top.subdirs]
-        if len(jobs) < 2 or not _can_fork():
+        forks = min(self._forks, len(jobs) - 1)
+        if forks < 1 or not _can_fork():
             for job in jobs:
                 self._check(*job, dirty)
             return dirty
-        # Balance by the size of each subtree in the cache (folders below it).
+        # Balance by the size of each subtree in the cache (its folders and files).
         weight: dict[str, int] = {}
-        for d in self._old:
+        for d, fast in self._old.items():
             head = d.split("/", 1)[0]
-            weight[head] = weight.get(head, 0) + 1
-        mine: list[tuple[str, IgnoreRules, bytes, bool]] = []
-        theirs: list[tuple[str, IgnoreRules, bytes, bool]] = []
-        load = [0, 0]
+            weight[head] = weight.get(head, 0) + 1 + fast[_FILES]
+        parts: list[list[tuple[str, IgnoreRules, bytes, bool]]] = [[] for _ in range(forks + 1)]
+        load = [0] * (forks + 1)
         for job in sorted(jobs, key=lambda j: -weight.get(j[0], 1)):
-            side = 0 if load[0] <= load[1] else 1
-            (mine if side == 0 else theirs).append(job)
+            side = load.index(min(load))
+            parts[side].append(job)
             load[side] += weight.get(job[0], 1)
+        workers = [self._fork_check(part) for part in parts[1:]]
+        try:
+            for job in parts[0]:
+                self._check(*job, dirty)
+        finally:
+            found = [self._join_check(pid, rfd) for pid, rfd in workers]
+        for part, theirs in zip(parts[1:], found, strict=True):
+            if theirs is None:
+                # The worker failed (a folder vanished under it, say): check its part here.
+                theirs = []
+                for job in part:
+                    self._check(*job, theirs)
+            dirty.extend(theirs)
+        return dirty
+
+    def _fork_check(self, jobs: list[tuple[str, IgnoreRules, bytes, bool]]) -> tuple[int, int]:
+        """Check some top-level folders in a forked worker; return its pid and pipe."""
         rfd, wfd = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the worker, reported through the pipe
@@ -344,7 +406,7 @@ class Scanner:
             try:
                 os.close(rfd)
                 found: list[str] = []
-                for job in theirs:
+                for job in jobs:
                     self._check(*job, found)
                 payload = marshal.dumps(found)
             except BaseException:
@@ -357,29 +419,25 @@ class Scanner:
             finally:
                 os._exit(code)
         os.close(wfd)
-        try:
-            for job in mine:
-                self._check(*job, dirty)
-        finally:
-            chunks = []
-            with os.fdopen(rfd, "rb") as r:
-                while chunk := r.read(1 << 20):
-                    chunks.append(chunk)
-            os.waitpid(pid, 0)
-        theirs_found = marshal.loads(b"".join(chunks)) if chunks else None
-        if theirs_found is None:
-            # The worker failed (a folder vanished under it, say): check its part here.
-            theirs_found = []
-            for job in theirs:
-                self._check(*job, theirs_found)
-        return dirty + theirs_found
+        return pid, rfd
+
+    @staticmethod
+    def _join_check(pid: int, rfd: int) -> list[str] | None:
+        """Read what a worker found and reap it (None: it failed)."""
+        chunks = []
+        with os.fdopen(rfd, "rb") as r:
+            while chunk := r.read(1 << 20):
+                chunks.append(chunk)
+        os.waitpid(pid, 0)
+        found = marshal.loads(b"".join(chunks)) if chunks else None
+        return found if isinstance(found, list) else None
 
     def _check(
         self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, dirty: list[str]
     ) -> None:
         old = self._old.get(rel)
         try:
-            got = self._list(rel, rules, key, excluded, old)
+            got = self._list(rel, rules, key, excluded, old, keep=False)
         except _Unreadable:
             dirty.append(rel)  # never cached: its parent names it again
             return
@@ -392,23 +450,54 @@ class Scanner:
     # -- one folder ------------------------------------------------------------------
 
     def _list(
-        self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, old: _Fast | None
+        self,
+        rel: str,
+        rules: IgnoreRules,
+        key: bytes,
+        excluded: bool,
+        old: _Fast | None,
+        *,
+        keep: bool = True,
     ) -> _Listing:
-        """List one folder: its rules, what is in scope, and the digests of both."""
+        """List one folder: its rules, what is in scope, and the digests of both.
+
+        ``keep`` False leaves the files' stats out of the result (the check pass needs
+        only the digests and the subfolders).
+        """
         absdir = os.path.join(self.root, rel) if rel else self.root
+        # Names from listdir and stats by lstat relative to the folder's handle: no
+        # DirEntry objects to make, and a folder swapped for a symlink is not followed.
         try:
-            with os.scandir(absdir) as it:
-                dirents = list(it)
+            fd = os.open(absdir, _DIR_FLAGS)
         except (FileNotFoundError, NotADirectoryError):
-            dirents = []
+            fd = -1
         except OSError as e:
-            raise _Unreadable(_why(e)) from e
-        names = [d.name for d in dirents]
+            if e.errno != errno.ELOOP:
+                raise _Unreadable(_why(e)) from e
+            fd = -1  # a symlink now: not a folder any more, as if gone
+        names: list[str] = []
+        stats: list[os.stat_result | OSError] = []
+        if fd >= 0:
+            try:
+                listed = os.listdir(fd)
+                lstat = os.lstat
+                for name in listed:
+                    try:
+                        stats.append(lstat(name, dir_fd=fd))
+                    except FileNotFoundError:
+                        continue  # gone since the listing
+                    except OSError as e:
+                        stats.append(e)
+                    names.append(name)
+            except OSError as e:
+                raise _Unreadable(_why(e)) from e
+            finally:
+                os.close(fd)
         # The listing names each entry with its kind: a file that becomes a folder of the
         # same name must be decided again (a "build/" pattern matches only the folder).
         kinds = [
-            n + "/" if d.is_dir(follow_symlinks=False) else n
-            for n, d in zip(names, dirents, strict=True)
+            n + "/" if not isinstance(st, OSError) and st.st_mode & 0o170000 == 0o040000 else n
+            for n, st in zip(names, stats, strict=True)
         ]
         if ".gitignore" in names or ".takebackignore" in names:
             gi = self._read_small(absdir, ".gitignore") if ".gitignore" in names else None
@@ -425,27 +514,22 @@ class Scanner:
         if old is not None and old[_LISTING] == listing_key:
             skip, partial, uses_index = old[_SKIP], old[_PARTIAL], old[_USES_INDEX]
         else:
-            skip, partial, uses_index = self._decide(rel, dirents, rules, excluded)
+            skip, partial, uses_index = self._decide(rel, names, kinds, rules, excluded)
             listing_key = _digest(base_key, self._index_sig) if uses_index else base_key
         sigs: list[tuple[Any, ...]] = []
         kept: list[tuple[str, os.stat_result]] = []
         subdirs: list[tuple[str, int]] = []
         unreadable: list[tuple[str, str]] = []
-        for d in dirents:
-            name = d.name
-            if name in skip:
+        for name, st in zip(names, stats, strict=True):
+            if skip and name in skip:
                 continue
-            try:
-                st = d.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            except OSError as e:
-                if e.errno != errno.ENAMETOOLONG:
+            if isinstance(st, OSError):
+                if st.errno != errno.ENAMETOOLONG:
                     # Listed but not searchable (read without execute permission): the
                     # folder as a whole is what cannot be read.
-                    raise _Unreadable(_why(e)) from e
-                unreadable.append((name, _why(e)))
-                sigs.append((name, _why(e)))
+                    raise _Unreadable(_why(st)) from st
+                unreadable.append((name, _why(st)))
+                sigs.append((name, _why(st)))
                 continue
             m = st.st_mode
             fmt = m & 0o170000
@@ -453,7 +537,8 @@ class Scanner:
                 subdirs.append((name, m & 0o7777))
                 sigs.append((name, m))
             elif fmt == 0o100000 or fmt == 0o120000:
-                kept.append((name, st))
+                if keep:
+                    kept.append((name, st))
                 sigs.append((name, m, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
         stat_key = _digest(key, marshal.dumps(sigs))
         return _Listing(
@@ -468,6 +553,10 @@ class Scanner:
             self._keep_subtree(rel)
             return str(old[_TREE])
         got = self._list(rel, rules, key, excluded, old)
+        if self._workers and (
+            old is None or old[_STAT] != got.stat_key or old[_LISTING] != got.listing_key
+        ):
+            self._start_reads(rel, got, old)
         prefix = rel + "/" if rel else ""
         ids: list[str] = []
         closed: dict[str, str] = {}
@@ -505,14 +594,13 @@ class Scanner:
     ) -> str:
         self._changed_dirs += 1
         prefix = rel + "/" if rel else ""
-        detail: dict[str, Any] = {}
-        if old is not None:
-            raw = self._dircache_get([rel]).get(rel)
-            if raw:
-                try:
-                    detail = marshal.loads(raw)
-                except (ValueError, EOFError, TypeError):
-                    detail = {}
+        started = self._reads.pop(rel, None)
+        loaded: dict[str, Any] = {}
+        if started is not None:
+            detail, futures = started
+            loaded = self._collect(futures)
+        else:
+            detail = self._detail(rel, old)
         tree: Tree = {}
         new_detail: dict[str, Any] = {}
         large: list[str] = []
@@ -536,7 +624,10 @@ class Scanner:
                 # The previous version of the file, if any, is the base of a delta.
                 prev = cached[1][2].hex() if cached is not None and cached[1][2] else None
                 try:
-                    found = self._read_entry(prefix + name, st, prev)
+                    if name in loaded:
+                        found = self._stored(loaded[name], prev)
+                    else:
+                        found = self._read_entry(prefix + name, st, prev)
                 except _Unreadable as e:
                     # Never trusted from the cache: the next scan tries it again.
                     tree[name] = Entry(UNREADABLE, stat.S_IMODE(st.st_mode), "", st.st_size)
@@ -571,7 +662,14 @@ class Scanner:
             else:
                 tree[name] = Entry(DIR, mode, cid, 0)
         unread.sort()
-        tree_id = self._put("tree", encode_tree(tree), None, old[_TREE] if old else None)
+        body = encode_tree(tree)
+        if old is None and self._pack is not None and self._put_packed is not None:
+            # A new folder (every folder of a first snapshot): no delta base to weigh,
+            # so no query of whether it is stored (the insert keeps a stored one).
+            tree_id = hashlib.sha256(body).hexdigest()
+            self._put_packed([("tree", tree_id, len(body), self._pack(body))])
+        else:
+            tree_id = self._put("tree", body, None, old[_TREE] if old else None)
         self._new[rel] = (
             got.listing_key,
             got.skip,
@@ -588,6 +686,133 @@ class Scanner:
         self._detail_out[rel] = marshal.dumps(new_detail)
         self._count(files, tuple(large), tuple(unread))
         return tree_id
+
+    # -- reading files on the pool ----------------------------------------------------
+
+    def _detail(self, rel: str, old: _Fast | None) -> dict[str, Any]:
+        """Return a folder's detailed cache row (name -> stat and entry), or {}."""
+        if old is None:
+            return {}
+        raw = self._dircache_get([rel]).get(rel)
+        if not raw:
+            return {}
+        try:
+            detail: dict[str, Any] = marshal.loads(raw)
+        except (ValueError, EOFError, TypeError):
+            return {}
+        return detail
+
+    def _start_reads(self, rel: str, got: _Listing, old: _Fast | None) -> None:
+        """Hand the pool the files of a folder that its cache does not vouch for."""
+        detail = self._detail(rel, old)
+        prefix = rel + "/" if rel else ""
+        todo: list[tuple[str, str, os.stat_result, bool]] = []
+        for name, st in got.kept:
+            cached = detail.get(name)
+            if cached is not None and cached[0] == (
+                st.st_mode,
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_ino,
+            ):
+                continue
+            # A file with an earlier version is stored as a delta, from this thread.
+            delta = cached is not None and bool(cached[1][2])
+            todo.append((name, prefix + name, st, delta))
+        futures: dict[str, Future[list[Any]]] = {}
+        if todo:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="takeback-read")
+            chunk: list[tuple[str, str, os.stat_result, bool]] = []
+            size = 0
+            for item in todo:
+                chunk.append(item)
+                size += item[2].st_size
+                if len(chunk) >= _CHUNK_FILES or size >= _CHUNK_BYTES:
+                    self._submit(chunk, futures)
+                    chunk, size = [], 0
+            if chunk:
+                self._submit(chunk, futures)
+        self._reads[rel] = (detail, futures)
+
+    def _submit(
+        self,
+        chunk: list[tuple[str, str, os.stat_result, bool]],
+        futures: dict[str, Future[list[Any]]],
+    ) -> None:
+        assert self._pool is not None
+        fut = self._pool.submit(self._load_many, chunk)
+        for name, _rel, _st, _delta in chunk:
+            futures[name] = fut
+
+    def _load_many(self, chunk: list[tuple[str, str, os.stat_result, bool]]) -> list[Any]:
+        """Read, hash and compress some files (on a pool thread); one result each."""
+        assert self._pack is not None
+        out: list[Any] = []
+        for name, rel, st, delta in chunk:
+            try:
+                got = self._load(rel, st)
+            except _Unreadable as e:
+                out.append((name, e))
+                continue
+            if got is None:
+                out.append((name, None))
+                continue
+            kind, mode, size, sig, data = got
+            if data is None:
+                out.append((name, (kind, mode, size, sig, "", None, None)))
+                continue
+            oid = hashlib.sha256(data).hexdigest()
+            if delta:
+                out.append((name, (kind, mode, size, sig, oid, None, data)))
+            else:
+                out.append((name, (kind, mode, size, sig, oid, self._pack(data), None)))
+        return out
+
+    def _collect(self, futures: dict[str, Future[list[Any]]]) -> dict[str, Any]:
+        """Wait for a folder's reads; store what they packed, as one batch."""
+        loaded: dict[str, Any] = {}
+        batch: list[tuple[str, str, int, bytes]] = []
+        seen: set[int] = set()
+        for fut in futures.values():
+            if id(fut) in seen:
+                continue
+            seen.add(id(fut))
+            for name, res in fut.result():
+                loaded[name] = res
+                if isinstance(res, tuple) and res[5] is not None:
+                    batch.append(("blob", res[4], res[2], res[5]))
+        if batch:
+            assert self._put_packed is not None
+            self._put_packed(batch)
+        return loaded
+
+    def _stored(
+        self, res: _Loaded | _Unreadable | None, base: str | None
+    ) -> tuple[Entry, tuple[int, ...]] | None:
+        """Return the entry of a file the pool read (its object is stored by now)."""
+        if res is None:
+            return None
+        if isinstance(res, _Unreadable):
+            raise res
+        kind, mode, size, sig, oid, packed, data = res
+        if kind == LARGE:
+            return Entry(LARGE, mode, "", size), sig
+        self._read_one()
+        if data is not None:
+            oid = self._put("blob", data, oid, base if kind == FILE else None)
+        return Entry(kind, mode, oid, size), sig
+
+    def _stop_pool(self) -> None:
+        # Threads left running would keep a later scan in this process from forking.
+        if self._pool is not None:
+            for _detail, futures in self._reads.values():
+                for fut in futures.values():
+                    fut.cancel()
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        self._reads.clear()
 
     def _read_one(self) -> None:
         self._hashed += 1
@@ -623,7 +848,7 @@ class Scanner:
             self._keep_subtree(prefix + name)
 
     def _decide(
-        self, rel: str, dirents: list[os.DirEntry[str]], rules: IgnoreRules, excluded: bool
+        self, rel: str, names: list[str], kinds: list[str], rules: IgnoreRules, excluded: bool
     ) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
         """Return the names a folder leaves out, and its ignored folders git tracks files in.
 
@@ -636,16 +861,12 @@ class Scanner:
         skip: list[str] = []
         partial: list[str] = []
         uses_index = False
-        for d in dirents:
-            name = d.name
+        for name, kind in zip(names, kinds, strict=True):
             path = prefix + name
             if name == ".git" or name.startswith(TMP_PREFIX) or path in self._exclude:
                 skip.append(name)
                 continue
-            try:
-                is_dir = d.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
+            is_dir = kind.endswith("/")
             if excluded or rules.ignored(path, is_dir):
                 uses_index = True
                 index = self._index()
@@ -673,6 +894,28 @@ class Scanner:
         Raises:
             _Unreadable: it cannot be read (no permission, an I/O error).
         """
+        got = self._load(rel, st)
+        if got is None:
+            return None
+        kind, mode, size, sig, data = got
+        if data is None:
+            return Entry(kind, mode, "", size), sig
+        self._read_one()
+        oid = self._put("blob", data, None, base if kind == FILE else None)
+        return Entry(kind, mode, oid, size), sig
+
+    def _load(
+        self, rel: str, st: os.stat_result
+    ) -> tuple[str, int, int, tuple[int, ...], bytes | None] | None:
+        """Read a file or symlink (safe on any thread); None if it vanished.
+
+        Returns:
+            Its kind (``LARGE`` for a file over the limit, whose bytes are not read),
+            mode, size, the stat it was read at and its bytes.
+
+        Raises:
+            _Unreadable: it cannot be read (no permission, an I/O error).
+        """
         path = os.path.join(self.root, rel)
         sig: tuple[int, ...] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
         if stat.S_ISLNK(st.st_mode):
@@ -682,11 +925,10 @@ class Scanner:
                 return None
             except OSError as e:
                 raise _Unreadable(_why(e)) from e
-            self._read_one()
-            return Entry(LINK, 0o777, self._put("blob", target, None, None), len(target)), sig
+            return LINK, 0o777, len(target), sig, target
         mode = stat.S_IMODE(st.st_mode)
         if st.st_size > self.max_file_bytes:
-            return Entry(LARGE, mode, "", st.st_size), sig
+            return LARGE, mode, st.st_size, sig, None
         for _attempt in range(3):
             try:
                 got = open_regular(path)
@@ -698,7 +940,7 @@ class Scanner:
                         st = os.lstat(path)
                     except FileNotFoundError:
                         return None
-                    return self._read_entry(rel, st, base)
+                    return self._load(rel, st)
                 raise _Unreadable(_why(e)) from e
             if got is None:
                 return None  # no longer a file (a FIFO or a folder now): not kept
@@ -716,6 +958,5 @@ class Scanner:
             st = after
         mode = stat.S_IMODE(sig[0])
         if len(data) > self.max_file_bytes:
-            return Entry(LARGE, mode, "", len(data)), sig
-        self._read_one()
-        return Entry(FILE, mode, self._put("blob", data, None, base), len(data)), sig
+            return LARGE, mode, len(data), sig, None
+        return FILE, mode, len(data), sig, data

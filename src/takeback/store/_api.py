@@ -13,7 +13,7 @@ new method on each of the three classes that meet it, never a query outside them
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -35,6 +35,18 @@ class Objects(Protocol):
 
     def flush(self) -> None:
         """Commit the objects put so far (before anything that names them)."""
+        ...
+
+    def pack(self, data: bytes) -> bytes:
+        """Return ``data`` compressed as a whole object is stored (safe on any thread)."""
+        ...
+
+    def put_packed(self, items: Sequence[tuple[str, str, int, bytes]]) -> None:
+        """Add objects :meth:`pack` compressed: (kind, SHA-256, size, packed bytes)."""
+        ...
+
+    def write_behind(self) -> AbstractContextManager[None]:
+        """Within the block, full batches may be committed by a writer thread meanwhile."""
         ...
 
     def repair(self, kind: str, data: bytes) -> bool:

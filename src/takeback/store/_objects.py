@@ -11,13 +11,24 @@ kilobyte of hashes that do not compress. Reading such an object reads its base f
 chains are at most ``MAX_DEPTH`` long, and the hash check is on the full content, so a
 damaged base is caught like any damaged object. Nothing deletes an object yet; a future
 ``gc`` must keep every base that a kept object names.
+
+A first snapshot reads every file: :meth:`ObjectStore.pack` compresses on any thread (one
+compressor per thread; zstd and SHA-256 release the GIL), and :meth:`ObjectStore.put_packed`
+adds what the threads packed from the one thread that writes, without asking SQLite
+about each one (``INSERT OR IGNORE`` keeps an object stored already). Within
+:meth:`ObjectStore.write_behind`, each full batch is committed by one writer thread while
+the scan goes on (one batch in flight at most, still readable until it is committed).
 """
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from ..errors import StoreCorruptError
@@ -44,6 +55,11 @@ MAX_DEPTH = 16
 _MIN_DELTA = 256
 #: Above this size a base is not read back to compress against (memory and time).
 _MAX_DELTA = 4 << 20
+
+
+def may_delta(size: int) -> bool:
+    """Whether an object of ``size`` bytes is ever stored as a delta against a base."""
+    return _MIN_DELTA <= size <= _MAX_DELTA
 
 
 class _Pending(NamedTuple):
@@ -75,8 +91,20 @@ class PackedObjects:
         self._pending_bytes = 0
         self._trees: OrderedDict[str, Tree] = OrderedDict()
         self._raw: OrderedDict[str, bytes] = OrderedDict()
+        self._local = threading.local()
+        #: pending objects added without asking whether the store has them already
+        self._unchecked: set[str] = set()
+        #: the batch the writer thread is committing (write-behind), and its unchecked ids
+        self._inflight: dict[str, _Pending] = {}
+        self._inflight_unchecked: set[str] = set()
+        self._writer: ThreadPoolExecutor | None = None
+        self._writing: Future[None] | None = None
 
     # -- rows (one store's dialect) --------------------------------------------------
+
+    #: whether a batch may be committed on a writer thread while this one reads (a
+    #: store whose connection is not shared safely across threads says no)
+    write_behind_ok = True
 
     def _row_exists(self, oid: str) -> bool:
         raise NotImplementedError
@@ -111,9 +139,34 @@ class PackedObjects:
 
     # -- writing ---------------------------------------------------------------------
 
+    def pack(self, data: bytes) -> bytes:
+        """Return ``data`` compressed as a whole object is stored (safe on any thread)."""
+        cctx = getattr(self._local, "cctx", None)
+        if cctx is None:
+            # A compressor is not safe for concurrent use: one per thread.
+            cctx = self._local.cctx = self._z().ZstdCompressor(level=3)
+        packed: bytes = cctx.compress(data)
+        return packed
+
+    def put_packed(self, items: Sequence[tuple[str, str, int, bytes]]) -> None:
+        """Add objects that :meth:`pack` compressed (kind, SHA-256, size, packed bytes).
+
+        The ids must be the SHA-256 of the content. Nothing is asked of SQLite: the
+        insert leaves an object already stored as it is, and until then such an object
+        is known as *unchecked* (see :meth:`_depth`).
+        """
+        for kind, oid, size, packed in items:
+            if oid in self._pending or oid in self._inflight:
+                continue
+            self._pending[oid] = _Pending(kind, size, packed, None, 0)
+            self._unchecked.add(oid)
+            self._pending_bytes += len(packed)
+        if self._pending_bytes >= _BATCH_BYTES:
+            self._send()
+
     def has(self, oid: str) -> bool:
         """Return whether the object exists (committed or pending)."""
-        return oid in self._pending or self._row_exists(oid)
+        return oid in self._pending or oid in self._inflight or self._row_exists(oid)
 
     def put(self, kind: str, data: bytes, oid: str | None = None, base: str | None = None) -> str:
         """Add an object (if new) and return its id.
@@ -132,7 +185,7 @@ class PackedObjects:
         packed = self._cctx.compress(data)
         used: str | None = None
         depth = 0
-        if base is not None and base != oid and _MIN_DELTA <= len(data) <= _MAX_DELTA:
+        if base is not None and base != oid and may_delta(len(data)):
             base_depth = self._depth(base)
             if base_depth is not None and base_depth < MAX_DEPTH:
                 try:
@@ -147,27 +200,86 @@ class PackedObjects:
         self._pending[oid] = _Pending(kind, len(data), packed, used, depth)
         self._pending_bytes += len(packed)
         if self._pending_bytes >= _BATCH_BYTES:
-            self.flush()
+            self._send()
         return oid
 
-    def _depth(self, oid: str) -> int | None:
+    def _uncommitted(self, oid: str) -> _Pending | None:
         pending = self._pending.get(oid)
+        return pending if pending is not None else self._inflight.get(oid)
+
+    def _depth(self, oid: str) -> int | None:
+        pending = self._uncommitted(oid)
+        if pending is not None and (oid in self._unchecked or oid in self._inflight_unchecked):
+            # Stored already, perhaps as a delta: the insert will keep that row, so a
+            # delta built on it would sit one deeper than the stored chain.
+            stored = self._row_depth(oid)
+            if stored is not None:
+                return stored
+            self._unchecked.discard(oid)
+            self._inflight_unchecked.discard(oid)
         if pending is not None:
             return pending.depth
         return self._row_depth(oid)
 
     def flush(self) -> None:
-        """Commit pending objects in one transaction (in put order: a base comes first)."""
+        """Commit pending objects (in put order: a base comes first); wait for the writer.
+
+        Raises:
+            StoreError: a batch could not be written (the snapshot that put it fails).
+        """
+        self._send()
+        self._settle()
+
+    @contextmanager
+    def write_behind(self) -> Iterator[None]:
+        """Within the block, full batches are committed by a writer thread meanwhile.
+
+        Batches are committed in the order they fill, one at a time, so a base still
+        comes before its deltas and blobs before the trees that name them; a batch that
+        fails is raised at the next batch or at :meth:`flush`. On leaving, what is in
+        flight is waited for (what is pending stays pending) and the thread ends, so the
+        process may fork again.
+        """
+        if self._writer is not None or not self.write_behind_ok:
+            yield
+            return
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="takeback-write")
+        try:
+            yield
+        finally:
+            try:
+                self._settle()
+            finally:
+                self._writer.shutdown(wait=True)
+                self._writer = None
+
+    def _send(self) -> None:
+        """Hand the pending batch to the writer (or commit it here, without one)."""
         if not self._pending:
             return
         rows = [(oid, *p) for oid, p in self._pending.items()]
-        try:
-            self._insert_rows(rows)
-        finally:
+        batch, unchecked = self._pending, self._unchecked
+        self._pending, self._unchecked, self._pending_bytes = {}, set(), 0
+        if self._writer is None:
             # Written or not, these are dropped: a failed batch fails its snapshot, and
             # nothing may refer to objects that were never committed.
-            self._pending.clear()
-            self._pending_bytes = 0
+            self._commit(rows)
+            return
+        self._settle()  # one batch in flight at most: memory stays bounded
+        self._inflight, self._inflight_unchecked = batch, unchecked
+        self._writing = self._writer.submit(self._commit, rows)
+
+    def _settle(self) -> None:
+        """Wait for the batch in flight; raise its failure."""
+        writing, self._writing = self._writing, None
+        try:
+            if writing is not None:
+                writing.result()
+        finally:
+            self._inflight, self._inflight_unchecked = {}, set()
+
+    def _commit(self, rows: list[tuple[str, str, int, bytes, str | None, int]]) -> None:
+        self._insert_rows(rows)
 
     def repair(self, kind: str, data: bytes) -> bool:
         """Store ``data`` again, whole, over a damaged copy of the same object.
@@ -196,7 +308,7 @@ class PackedObjects:
         if cached is not None:
             self._raw.move_to_end(oid)
             return cached
-        pending = self._pending.get(oid)
+        pending = self._uncommitted(oid)
         if pending is not None:
             packed, base = pending.data, pending.base
         else:

@@ -137,6 +137,9 @@ class PgTx:
 class PgObjects(PackedObjects):
     """A workspace's objects, as rows of ``takeback.objects``."""
 
+    #: one connection, whose transaction a second thread's reads would join
+    write_behind_ok = False
+
     def __init__(self, pg: PgConn) -> None:
         super().__init__(pg.where)
         self.pg = pg

@@ -15,7 +15,6 @@ import struct
 import threading
 from collections.abc import Iterable
 from typing import Any, NoReturn, Self
-from urllib.parse import quote
 
 from ..errors import StoreCorruptError, StoreError
 
@@ -239,6 +238,8 @@ def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Conne
             # have to create: when there is none (and no -wal, so the main file holds
             # every page), the file is read as immutable, which creates nothing.
             immutable = not os.path.exists(path + "-shm") and not os.path.exists(path + "-wal")
+            from urllib.parse import quote  # only here: its import is paid by every command
+
             uri = f"file:{quote(path)}?mode=ro" + ("&immutable=1" if immutable else "")
             conn = sqlite3.connect(
                 uri,
