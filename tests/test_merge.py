@@ -20,7 +20,7 @@ from mcp import ClientSession
 import takeback
 from takeback.errors import ConflictError, RestoreError, UsageError
 from takeback.ops._merge import merge_text
-from takeback.store import Store
+from takeback.store import FolderStore
 
 from .conftest import CLI, files_state, write
 from .test_mcp import Call, serve
@@ -436,13 +436,13 @@ def test_an_edit_saved_while_the_merge_is_written_is_kept(
     (made here at the one moment between the plan and the writes: the journal's write)."""
     setup_edit(ws_dir, store_dir)
     late = PERSON + "a line saved while the undo ran\n"
-    real = Store.write_journal
+    real = FolderStore.write_journal
 
-    def write_journal(self: Store, doc: dict[str, Any]) -> None:
+    def write_journal(self: FolderStore, doc: dict[str, Any]) -> None:
         real(self, doc)
         write(ws_dir, "a.py", late)
 
-    monkeypatch.setattr(Store, "write_journal", write_journal)
+    monkeypatch.setattr(FolderStore, "write_journal", write_journal)
     with takeback.Workspace(ws_dir, store=store_dir) as ws:
         with pytest.raises(RestoreError) as err:
             ws.session("s").undo(merge=True)
