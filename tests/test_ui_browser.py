@@ -225,3 +225,23 @@ def test_a_page_opened_before_anything_is_recorded_shows_the_first_turn(
         expect(page.locator("#session")).to_have_value("agent")
     finally:
         server.stop()
+
+
+def test_a_page_that_saw_a_store_with_no_session_yet_follows_the_first_one(
+    page: Page, ws_dir: Path, store_dir: Path
+) -> None:
+    """The page looked while the store was made but before its session was: it must not
+    hold on to the default session the server answered with then (it showed "Session
+    started" and no turn, for good)."""
+    with Workspace(ws_dir, store=store_dir) as ws:
+        ws.open_store(create=True)  # a store, and no session in it yet
+    server = UiServer(UiConfig(root=str(ws_dir), store=str(store_dir)))
+    server.start()
+    try:
+        page.goto(server.url)
+        expect(page.locator(".entry.turn")).to_have_count(0)
+        record_three_turns(ws_dir, store_dir)
+        expect(page.locator(".entry.turn")).to_have_count(3, timeout=5000)
+        expect(page.locator("#session")).to_have_value("agent")
+    finally:
+        server.stop()

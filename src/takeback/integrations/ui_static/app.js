@@ -85,7 +85,11 @@ function stat(files, added, removed) {
 async function loadTimeline() {
   const tl = await api("/api/timeline", { session: state.session });
   state.timeline = tl;
-  if (!state.session && tl.session) state.session = tl.session;
+  // Hold on to the server's choice only once it is a recorded session: a store made a
+  // moment ago has none yet, and its first session is the one to follow.
+  if (!state.session && tl.session && tl.sessions.some((s) => s.name === tl.session)) {
+    state.session = tl.session;
+  }
   $("#root").textContent = tl.root;
   const sel = $("#session");
   put(sel, ...tl.sessions.map((s) =>
