@@ -273,6 +273,13 @@ def _run(
     checked = engine.check(store, moves, force=force, target_scope=scope)
     merged: MergePlan | None = None
     why: dict[str, str] = {}
+    journal: dict[str, Any] = {
+        "op": kind,
+        "session": session,
+        "turns": turns,
+        "file": data.get("file"),
+    }
+    resumed = isinstance(previous, dict) and all(previous.get(k) == v for k, v in journal.items())
     if merge and checked.conflicts:
         merged = merge_moves(
             moves,
@@ -280,6 +287,7 @@ def _run(
             lambda e: store.objects.get(e.oid),
             labels=("now", *labels),
             markers=merge == "markers",
+            resumed=_before_run(store, previous) if resumed else None,
         )
         refused = list(refusal_lines(merged, describe, markers=merge == "markers"))
         if refused and not dry_run:
@@ -310,13 +318,6 @@ def _run(
         for data_ in merged.data.values():
             store.objects.put("blob", data_)
         store.objects.flush()
-    journal: dict[str, Any] = {
-        "op": kind,
-        "session": session,
-        "turns": turns,
-        "file": data.get("file"),
-    }
-    resumed = isinstance(previous, dict) and all(previous.get(k) == v for k, v in journal.items())
     done = engine.apply(
         store,
         checked,
@@ -376,6 +377,22 @@ def _run(
         merged=[p for p in merged_paths if p in wrote],
         markers={p: rs for p, rs in marked.items() if p in wrote},
     )
+
+
+def _before_run(store: Store, previous: dict[str, Any] | None) -> Callable[[str], Entry | None]:
+    """Each planned path's state before the interrupted run that ``previous`` journals.
+
+    Its merges were made from those states; a path it did not plan answers None.
+    """
+    planned = {p for p in (previous or {}).get("planned") or () if isinstance(p, str)}
+    pre = (previous or {}).get("pre")
+    tree = _tree_of(store, pre) if isinstance(pre, str) else None
+    get_tree = store.objects.get_tree
+
+    def state(path: str) -> Entry | None:
+        return lookup(get_tree, tree, path) if tree and path in planned else None
+
+    return state
 
 
 def _planned(
