@@ -6,6 +6,7 @@ disk a person would look at.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .conftest import CLI, write
@@ -49,3 +50,18 @@ def test_an_interrupted_undo_with_markers_is_finished_without_nesting_them(
     assert [(ws_dir / n).read_text() for n in names] == [marked] * 3
     tb("--session", "s", "redo")
     assert [(ws_dir / n).read_text() for n in names] == [CLASH] * 3
+
+
+def test_a_dry_run_names_the_regions_that_would_refuse_as_the_refusal_does(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
+    agent_turn(ws_dir, store_dir, {"a.py": (BEFORE.encode(), AGENT.encode())})
+    write(ws_dir, "a.py", CLASH)
+    plan = json.loads(
+        tb("--session", "s", "undo", "--merge", "--dry-run", "--json", check=3).stdout
+    )
+    refusal = json.loads(tb("--session", "s", "undo", "--merge", "--json", check=3).stdout)
+    assert refusal["regions"] == {"a.py": [{"now": [3, 3], "record": [3, 3], "target": [3, 3]}]}
+    assert plan["conflicts"] == refusal["conflicts"] == ["a.py"]
+    assert plan["regions"] == refusal["regions"]
+    assert (ws_dir / "a.py").read_text() == CLASH
