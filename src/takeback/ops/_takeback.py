@@ -89,6 +89,9 @@ class TurnOpResult:
         merged: the paths whose state written (or, in a dry run, to write) is a
             three-way merge of the file now, the record and the state taken back to.
         markers: the paths written with conflict markers, and their regions.
+        regions: in a dry run with ``merge`` (not markers), the paths whose merge would
+            refuse the operation, and their regions (as a refusal's
+            ``ConflictError.regions`` names them).
         preview: in a dry run, the unified diff from each merged file now to its merge.
     """
 
@@ -108,6 +111,7 @@ class TurnOpResult:
     merged: list[str] = field(default_factory=list)
     markers: dict[str, list[Region]] = field(default_factory=dict)
     preview: bytes = b""
+    regions: dict[str, list[Region]] = field(default_factory=dict)
 
     def summary(self) -> str:
         """One line for people, naming the session and turns it acted on.
@@ -157,6 +161,7 @@ class TurnOpResult:
             "why": self.why,
             "merged": self.merged,
             "markers": {p: [r.to_json() for r in rs] for p, rs in self.markers.items()},
+            "regions": {p: [r.to_json() for r in rs] for p, rs in self.regions.items()},
             "preview": self.preview.decode("utf-8", "replace"),
         }
 
@@ -439,6 +444,11 @@ def _planned(
         merged=names,
         markers={p: rs for p, rs in marked.items() if p in actions},
         preview=b"".join(preview),
+        regions={
+            p: [dataclasses.replace(r, markers=None) for r in rs]
+            for p, rs in marked.items()
+            if p not in actions
+        },
     )
 
 
