@@ -11,6 +11,8 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,3 +181,26 @@ def test_the_live_stream_needs_the_token_and_blocks_nothing(ws_dir: Path, store_
     assert time.monotonic() - start < 5
     for conn in streams:
         conn.close()
+
+
+def test_a_page_that_goes_away_mid_answer_prints_no_traceback(
+    ws_dir: Path, store_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A reload or a closed tab while a big answer is on its way: the browser resets the
+    # connection; the server's terminal must not fill with a stack trace for it.
+    (ws_dir / "big.txt").write_text("".join(f"line {i} of a long file\n" for i in range(60_000)))
+    record_three_turns(ws_dir, store_dir)
+    with serve_ui(ws_dir, store_dir) as ui:
+        for ask in (f"/api/show?ref=start&path=big.txt&token={ui.token}", "/api/timeline"):
+            sock = socket.create_connection(("127.0.0.1", ui.port), timeout=10)
+            head = f"GET {ask} HTTP/1.1\r\nHost: 127.0.0.1:{ui.port}\r\n\r\n"
+            sock.sendall(head.encode())
+            assert sock.recv(100).startswith(b"HTTP/1.1 ")
+            # close with a reset (linger on, zero seconds), as a browser drops a tab
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        time.sleep(0.5)
+        status, _ = request(ui.port, "/api/timeline", headers={"X-Takeback-Token": ui.token})
+        assert status == 200
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "Exception occurred" not in err, err
