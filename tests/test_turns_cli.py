@@ -268,6 +268,7 @@ def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path
         "merged": [],
         "markers": {},
         "preview": "",
+        "regions": {},
     }
     doc = as_json(tb("redo", "--json"))
     assert doc["op"] == "redo" and doc["restored"] == ["a.txt", "b.txt"]

@@ -64,6 +64,17 @@ def _static(name: str) -> bytes:
     )
 
 
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A page that went away (a reload, a closed tab) is no error; others: one line."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError)):
+            return
+        print(f"takeback ui: a request failed: {type(error).__name__}: {error}", file=sys.stderr)
+
+
 class UiServer:
     """The page's server: bound to 127.0.0.1, one token, until :meth:`stop`.
 
@@ -76,8 +87,7 @@ class UiServer:
         self.api = UiApi(config)
         self.token = secrets.token_urlsafe(24)
         self._stopping = threading.Event()
-        self.httpd = ThreadingHTTPServer((HOST, port), _handler_for(self))
-        self.httpd.daemon_threads = True
+        self.httpd = _HTTPServer((HOST, port), _handler_for(self))
         self.port = int(self.httpd.server_address[1])
         self._thread: threading.Thread | None = None
 

@@ -208,6 +208,7 @@ def merge_moves(
     *,
     labels: tuple[str, str, str],
     markers: bool,
+    resumed: Callable[[str], Entry | None] | None = None,
 ) -> MergePlan:
     """Merge each conflicting path's three states; return the moves that write the merges.
 
@@ -218,6 +219,10 @@ def merge_moves(
         labels: the conflict markers' names of the file now, the record and the target.
         markers: a merge with conflicts is written too, with conflict markers (else only
             clean merges get a move; the caller refuses the rest).
+        resumed: when this finishes an interrupted run of the same operation, the state
+            each path had before that run began. A path that holds what that run's merge
+            wrote there is done: merging it again would merge the merge (and nest its
+            conflict markers), so it keeps it.
 
     Returns:
         The moves, the merged bytes, the conflicting regions and what cannot be merged.
@@ -233,6 +238,13 @@ def merge_moves(
             continue
         now, expect, write = m.now, m.expect, m.write
         assert now is not None and expect is not None and write is not None
+        done = _done_before(m, resumed(p) if resumed else None, read, labels)
+        if done is not None and (markers or not done.regions):
+            if done.regions:
+                plan.regions[p] = done.regions
+            plan.data[p] = done.data
+            replaced[p] = Move(p, now, now, now)  # already as the operation leaves it
+            continue
         merged = merge_text(read(expect), read(now), read(write), labels=labels)
         if merged is None:
             plan.unmerged[p] = "binary"
@@ -249,6 +261,25 @@ def merge_moves(
         replaced[p] = Move(p, now, now, entry)
     plan.moves = [replaced.get(m.path, m) for m in moves]
     return plan
+
+
+def _done_before(
+    m: Move, first: Entry | None, read: Callable[[Entry], bytes], labels: tuple[str, str, str]
+) -> TextMerge | None:
+    """The merge an interrupted run wrote at ``m.path``, when the path holds it (else None).
+
+    ``first`` is the path's state before that run; its merge with the record's state and
+    the state to write is what that run wrote, byte for byte (the merge is deterministic).
+    """
+    now, expect, write = m.now, m.expect, m.write
+    if first is None or first.kind != FILE or now is None or expect is None or write is None:
+        return None
+    if first.oid == now.oid:
+        return None  # that run never got here
+    merged = merge_text(read(expect), read(first), read(write), labels=labels)
+    if merged is None or hashlib.sha256(merged.data).hexdigest() != now.oid:
+        return None
+    return merged
 
 
 def refusal_lines(

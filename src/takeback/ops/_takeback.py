@@ -89,6 +89,9 @@ class TurnOpResult:
         merged: the paths whose state written (or, in a dry run, to write) is a
             three-way merge of the file now, the record and the state taken back to.
         markers: the paths written with conflict markers, and their regions.
+        regions: in a dry run with ``merge`` (not markers), the paths whose merge would
+            refuse the operation, and their regions (as a refusal's
+            ``ConflictError.regions`` names them).
         preview: in a dry run, the unified diff from each merged file now to its merge.
     """
 
@@ -108,6 +111,7 @@ class TurnOpResult:
     merged: list[str] = field(default_factory=list)
     markers: dict[str, list[Region]] = field(default_factory=dict)
     preview: bytes = b""
+    regions: dict[str, list[Region]] = field(default_factory=dict)
 
     def summary(self) -> str:
         """One line for people, naming the session and turns it acted on.
@@ -157,6 +161,7 @@ class TurnOpResult:
             "why": self.why,
             "merged": self.merged,
             "markers": {p: [r.to_json() for r in rs] for p, rs in self.markers.items()},
+            "regions": {p: [r.to_json() for r in rs] for p, rs in self.regions.items()},
             "preview": self.preview.decode("utf-8", "replace"),
         }
 
@@ -273,6 +278,13 @@ def _run(
     checked = engine.check(store, moves, force=force, target_scope=scope)
     merged: MergePlan | None = None
     why: dict[str, str] = {}
+    journal: dict[str, Any] = {
+        "op": kind,
+        "session": session,
+        "turns": turns,
+        "file": data.get("file"),
+    }
+    resumed = isinstance(previous, dict) and all(previous.get(k) == v for k, v in journal.items())
     if merge and checked.conflicts:
         merged = merge_moves(
             moves,
@@ -280,6 +292,7 @@ def _run(
             lambda e: store.objects.get(e.oid),
             labels=("now", *labels),
             markers=merge == "markers",
+            resumed=_before_run(store, previous) if resumed else None,
         )
         refused = list(refusal_lines(merged, describe, markers=merge == "markers"))
         if refused and not dry_run:
@@ -310,13 +323,6 @@ def _run(
         for data_ in merged.data.values():
             store.objects.put("blob", data_)
         store.objects.flush()
-    journal: dict[str, Any] = {
-        "op": kind,
-        "session": session,
-        "turns": turns,
-        "file": data.get("file"),
-    }
-    resumed = isinstance(previous, dict) and all(previous.get(k) == v for k, v in journal.items())
     done = engine.apply(
         store,
         checked,
@@ -378,6 +384,22 @@ def _run(
     )
 
 
+def _before_run(store: Store, previous: dict[str, Any] | None) -> Callable[[str], Entry | None]:
+    """Each planned path's state before the interrupted run that ``previous`` journals.
+
+    Its merges were made from those states; a path it did not plan answers None.
+    """
+    planned = {p for p in (previous or {}).get("planned") or () if isinstance(p, str)}
+    pre = (previous or {}).get("pre")
+    tree = _tree_of(store, pre) if isinstance(pre, str) else None
+    get_tree = store.objects.get_tree
+
+    def state(path: str) -> Entry | None:
+        return lookup(get_tree, tree, path) if tree and path in planned else None
+
+    return state
+
+
 def _planned(
     store: Store,
     kind: str,
@@ -422,6 +444,11 @@ def _planned(
         merged=names,
         markers={p: rs for p, rs in marked.items() if p in actions},
         preview=b"".join(preview),
+        regions={
+            p: [dataclasses.replace(r, markers=None) for r in rs]
+            for p, rs in marked.items()
+            if p not in actions
+        },
     )
 
 
