@@ -86,15 +86,16 @@ class Session:
         info = store.meta.session(self.name)
         if info is not None:
             return info
-        snap = ops.take(
-            self.workspace.recording(create=True),
-            kind="baseline",
-            session=self.name,
-            message="session start",
-        )
-        with store.meta.tx():
-            if store.meta.session(self.name) is None:
-                store.meta.add_session(SessionInfo(self.name, snap.id, time.time()))
+        with ops.shared_lock(store):
+            snap = ops.take(
+                self.workspace.recording(create=True),
+                kind="baseline",
+                session=self.name,
+                message="session start",
+            )
+            with store.meta.tx():
+                if store.meta.session(self.name) is None:
+                    store.meta.add_session(SessionInfo(self.name, snap.id, time.time()))
         info = store.meta.session(self.name)
         assert info is not None
         return info
@@ -161,8 +162,11 @@ class Session:
     def _open_turn(self, label: str) -> Turn:
         """Open a turn, or join one another process opened since the caller looked."""
         store = self.workspace.open_store()
-        before = self._try_snapshot("turn", message=label)
-        n = ops.begin_turn(store, self.name, label, before.id if before else None, reuse_open=True)
+        with ops.shared_lock(store):
+            before = self._try_snapshot("turn", message=label)
+            n = ops.begin_turn(
+                store, self.name, label, before.id if before else None, reuse_open=True
+            )
         row = store.meta.turn_row(self.name, n)
         return Turn(self, n, row.label if row is not None else label)
 
@@ -644,19 +648,20 @@ class Step:
                     command=self.is_command,
                 )
             )
-        self.before = self.session._try_snapshot(
-            "step", turn=self.turn or None, step=self.n, message=self.label
-        )
-        if self.before is None:
-            self._own_turn = False  # nothing to take back from: no turn either
-            return self
-        if self._own_turn:
-            # The step's snapshot is the turn's "before" too: one scan, not two.
-            self.turn = ops.begin_turn(store, self.session.name, self.label, self.before.id)
-        with store.meta.tx():
-            store.meta.set_step_start(
-                self.session.name, self.n, before=self.before.id, turn=self.turn or None
+        with ops.shared_lock(store):
+            self.before = self.session._try_snapshot(
+                "step", turn=self.turn or None, step=self.n, message=self.label
             )
+            if self.before is None:
+                self._own_turn = False  # nothing to take back from: no turn either
+                return self
+            if self._own_turn:
+                # The step's snapshot is the turn's "before" too: one scan, not two.
+                self.turn = ops.begin_turn(store, self.session.name, self.label, self.before.id)
+            with store.meta.tx():
+                store.meta.set_step_start(
+                    self.session.name, self.n, before=self.before.id, turn=self.turn or None
+                )
         return self
 
     def __enter__(self) -> Step:
@@ -696,16 +701,17 @@ class Step:
             return  # detached
         ws = self.session.workspace
         store = ws.open_store()
-        if self.is_command:
-            self.after = self.session._try_snapshot(
-                "step-after", turn=self.turn or None, step=self.n, message=self.label
-            )
-        with store.meta.tx():
-            store.meta.finish_step(
-                self.session.name, self.n, self.after.id if self.after else None, exit_code
-            )
-        if self.is_command and self.before and self.after:
-            self._record_changes(store)
+        with ops.shared_lock(store):
+            if self.is_command:
+                self.after = self.session._try_snapshot(
+                    "step-after", turn=self.turn or None, step=self.n, message=self.label
+                )
+            with store.meta.tx():
+                store.meta.finish_step(
+                    self.session.name, self.n, self.after.id if self.after else None, exit_code
+                )
+            if self.is_command and self.before and self.after:
+                self._record_changes(store)
         if self._own_turn and self.turn:
             Turn(self.session, self.turn, self.label).end()
 

@@ -519,6 +519,9 @@ def run(
                 deadline.extend(FIRST_SCAN_TIMEOUT)
         ws.on_event(lambda ev: _log_event(log_dir, payload, ev))
         done = handle(payload, ws, session=call.session, env=env)
+        from ._autogc import start_if_due
+
+        start_if_due(ws)
         if env.get("TAKEBACK_HOOK_DEBUG"):
             ms = (time.perf_counter() - started) * 1000
             _append_log(ws.store_path, _line(payload, f"ok in {ms:.0f} ms: {done}"))

@@ -2,12 +2,25 @@
 
 Every operation that writes the workspace builds moves for the one restore engine
 (``_engine``): rewind (``_rewind``), and undo, one-file undo, redo, revert and unrevert
-(``_takeback``). Turns and their change lists are ``_turns``.
+(``_takeback``). Turns and their change lists are ``_turns``. What the store keeps, gc
+and purge are ``_gc``; checking and measuring the store, ``_fsck``.
 """
 
 from __future__ import annotations
 
 from ._diff import DiffResult, FileDiff, diff, read_entry
+from ._fsck import DuResult, FsckResult, SessionUsage, du, fsck
+from ._gc import (
+    LAST_GC,
+    GcResult,
+    Policy,
+    check_policy,
+    claim_auto_gc,
+    gc,
+    last_gc,
+    read_policy,
+    write_policy,
+)
 from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
 from ._refs import Resolved, resolve
 from ._rewind import RewindOutcome, rewind
@@ -22,13 +35,20 @@ from ._turns import (
     measure_turn,
     open_turn,
     read_state,
+    shared_lock,
     touch,
 )
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DiffResult",
+    "DuResult",
     "FileDiff",
+    "FsckResult",
+    "LAST_GC",
+    "GcResult",
+    "Policy",
+    "SessionUsage",
     "LineStat",
     "Options",
     "Recording",
@@ -37,12 +57,18 @@ __all__ = [
     "RewindOutcome",
     "TurnOpResult",
     "begin_turn",
+    "check_policy",
+    "claim_auto_gc",
     "diff",
+    "du",
     "diff_trees",
     "end_turn",
     "finish_open_steps",
+    "fsck",
+    "gc",
     "is_binary",
     "join_command",
+    "last_gc",
     "line_counts",
     "line_stat",
     "measure_turn",
@@ -50,6 +76,7 @@ __all__ = [
     "open_turn",
     "quote_path",
     "read_entry",
+    "read_policy",
     "read_state",
     "record",
     "recorded_state",
@@ -58,6 +85,7 @@ __all__ = [
     "revert",
     "rewind",
     "scan",
+    "shared_lock",
     "take",
     "text_diff",
     "touch",
@@ -65,4 +93,5 @@ __all__ = [
     "undo",
     "undo_file",
     "unrevert",
+    "write_policy",
 ]

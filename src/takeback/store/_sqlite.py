@@ -211,6 +211,9 @@ def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Conne
                 factory=_Connection,
             )
             if create:
+                # Before the first table: pages that gc frees can then be given back to
+                # the file system a few at a time (see reclaim), which needs no room.
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 conn.execute("PRAGMA journal_mode=WAL")
                 prepare_writes(conn)
     except StoreCorruptError:
@@ -236,6 +239,69 @@ def db_path(conn: sqlite3.Connection) -> str:
         if name == "main":
             return str(path)
     return "?"
+
+
+def checkpoint(conn: sqlite3.Connection) -> None:
+    """Copy the write-ahead log into the database and empty it (best effort).
+
+    A reader in another process may hold the log; then it is copied as far as it can be
+    and the rest waits for the next checkpoint.
+    """
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.Error:
+        pass
+
+
+#: pages moved per incremental vacuum step (each step is its own short transaction)
+_VACUUM_STEP = 256
+
+
+def reclaim(conn: sqlite3.Connection, *, room: int) -> int:
+    """Give the database's free pages back to the file system; return the bytes given.
+
+    A database made with ``auto_vacuum=INCREMENTAL`` (every store made since gc exists)
+    gives them back a few at a time, each step a short transaction followed by a
+    checkpoint, so that it needs almost no room on the disk and never holds writers up
+    for long. An older one needs a full ``VACUUM`` (which also turns incremental
+    vacuuming on for next time); it is run only when ``room`` (free bytes on the disk)
+    holds two copies of the file, else the free pages stay inside the file, where the
+    next writes reuse them.
+    """
+    path = db_path(conn)
+
+    def size() -> int:
+        total = 0
+        for name in (path, path + "-wal"):
+            try:
+                total += os.stat(name).st_size
+            except OSError:
+                pass
+        return total
+
+    checkpoint(conn)
+    before = size()
+    try:
+        (mode,) = conn.execute("PRAGMA auto_vacuum").fetchone()
+        if mode == 2:
+            while True:
+                (free,) = conn.execute("PRAGMA freelist_count").fetchone()
+                if not free:
+                    break
+                conn.execute(f"PRAGMA incremental_vacuum({_VACUUM_STEP})").fetchall()
+                checkpoint(conn)
+                (left,) = conn.execute("PRAGMA freelist_count").fetchone()
+                if left >= free:
+                    break  # no progress (a reader holds the log): the rest waits
+        else:
+            (free,) = conn.execute("PRAGMA freelist_count").fetchone()
+            if free and room > 2 * before + (8 << 20):
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                conn.execute("VACUUM")
+    except sqlite3.Error:
+        pass  # a full disk or a busy database: the free pages are reused in the file
+    checkpoint(conn)
+    return max(0, before - size())
 
 
 class Tx:

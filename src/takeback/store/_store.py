@@ -9,6 +9,9 @@ Layout of a store folder (0700; every file 0600)::
     lock            flock: shared for snapshots, exclusive for restores and gc
     journal.json    present only while a restore is under way
     events.jsonl    one JSON line per event (snapshot.taken, file.changed, snapshot.failed)
+    reserve         room kept free for gc (``RESERVE_BYTES``): gc deletes it before it
+                    opens the databases, so that on a full disk it still has room for
+                    its own journal, and makes it again when done
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ from ._sqlite import connect
 
 FORMAT_VERSION = 1
 _MARKER = "store.json"
+_RESERVE = "reserve"
+#: How much room the store keeps for gc (what its deletions write to SQLite's log).
+RESERVE_BYTES = 4 << 20
 
 
 def default_store_path(root: str, data_dir: str) -> str:
@@ -98,6 +104,69 @@ def _writable(path: str) -> bool:
     return all(os.access(os.path.join(path, name), os.W_OK) for name in ("objects.db", "meta.db"))
 
 
+def release_reserve(path: str) -> bool:
+    """Delete the room a store keeps for gc (before gc opens it); return whether it was there."""
+    try:
+        os.unlink(os.path.join(path, _RESERVE))
+    except OSError:
+        return False
+    return True
+
+
+def make_reserve(path: str) -> bool:
+    """Keep ``RESERVE_BYTES`` of room in the store for gc (best effort); return whether kept."""
+    target = os.path.join(path, _RESERVE)
+    try:
+        if os.path.getsize(target) >= RESERVE_BYTES:
+            return True
+    except OSError:
+        pass
+    tmp = target + ".tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            # Written, not a hole: the blocks must really be taken from the disk.
+            chunk = bytes(1 << 20)
+            for _ in range(RESERVE_BYTES // len(chunk)):
+                os.write(fd, chunk)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+    return True
+
+
+def disk_usage(path: str) -> int:
+    """Return the bytes a store folder takes on the disk (its files' blocks, as ``du``).
+
+    The room kept for gc (``reserve``) is not counted: it is the same in every store.
+    """
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            if dirpath == path and name == _RESERVE:
+                continue
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def disk_free(path: str) -> int:
+    """Return the bytes free on the disk that holds ``path`` (0 when unknown)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return 0
+    return st.f_bavail * st.f_frsize
+
+
 class Store:
     """An open store: its object store, its metadata, and the files beside them."""
 
@@ -110,6 +179,8 @@ class Store:
         self._lock_exclusive = False
         #: opened for reading only (the store cannot be written)
         self.readonly = False
+        #: when the store was made (``store.json``; 0 when it does not say)
+        self.created_at = 0.0
 
     @classmethod
     def open(cls, path: str, root: str, *, create: bool) -> Store:
@@ -212,6 +283,8 @@ class Store:
                 pass
         store = cls(path, root, objects, meta)
         store.readonly = readonly
+        created = info.get("created_at")
+        store.created_at = float(created) if isinstance(created, int | float) else 0.0
         return store
 
     @classmethod
@@ -234,10 +307,13 @@ class Store:
         meta = MetaStore(connect(os.path.join(path, "meta.db"), create=True))
         meta.init_schema()
         meta.set_meta("schema_version", str(SCHEMA_VERSION))
+        make_reserve(path)
         # The marker is written last: a store without it is an unfinished creation,
         # which the next call simply completes.
         atomic_write(os.path.join(path, _MARKER), json.dumps(info).encode())
-        return cls(path, root, objects, meta)
+        store = cls(path, root, objects, meta)
+        store.created_at = time.time()
+        return store
 
     def close(self) -> None:
         """Commit pending objects and close the databases."""
