@@ -162,11 +162,17 @@ class Session:
     def _open_turn(self, label: str) -> Turn:
         """Open a turn, or join one another process opened since the caller looked."""
         store = self.workspace.open_store()
-        with ops.shared_lock(store):
-            before = self._try_snapshot("turn", message=label)
-            n = ops.begin_turn(
-                store, self.name, label, before.id if before else None, reuse_open=True
-            )
+        try:
+            with ops.shared_lock(store):
+                before = self._try_snapshot("turn", message=label)
+                n = ops.begin_turn(
+                    store, self.name, label, before.id if before else None, reuse_open=True
+                )
+        except TakebackError as e:
+            # The store cannot be written (a full disk): the turn is detached, the agent
+            # goes on.
+            self.failed(e)
+            return Turn(self, 0, label)
         row = store.meta.turn_row(self.name, n)
         return Turn(self, n, row.label if row is not None else label)
 
@@ -201,6 +207,18 @@ class Session:
         )
         step._own_turn = current is None
         return step
+
+    def failed(self, e: BaseException, *, turn: int | None = None, step: int | None = None) -> None:
+        """Say that recording failed (``snapshot.failed``); the agent goes on."""
+        self.workspace.emit(
+            {
+                "event": "snapshot.failed",
+                "reason": _reason(e),
+                "session": self.name,
+                "turn": turn,
+                "step": step,
+            }
+        )
 
     def _try_snapshot(
         self, kind: str, *, turn: int | None = None, step: int | None = None, message: str = ""
@@ -634,6 +652,19 @@ class Step:
         if not self.session._started():
             return self
         store = ws.open_store()
+        try:
+            self._add_row(store)
+        except TakebackError as e:
+            self.n = 0  # the store cannot be written (a full disk): detached
+            self.session.failed(e, turn=self.turn or None)
+            return self
+        try:
+            return self._begin(store)
+        except TakebackError as e:
+            self.session.failed(e, turn=self.turn or None, step=self.n)
+            return self
+
+    def _add_row(self, store: Store) -> None:
         with store.meta.tx():
             self.n = store.meta.next_step(self.session.name)
             store.meta.add_step(
@@ -648,6 +679,8 @@ class Step:
                     command=self.is_command,
                 )
             )
+
+    def _begin(self, store: Store) -> Step:
         with ops.shared_lock(store):
             self.before = self.session._try_snapshot(
                 "step", turn=self.turn or None, step=self.n, message=self.label
@@ -699,6 +732,13 @@ class Step:
         self._open = False
         if self.n == 0:
             return  # detached
+        try:
+            self._finish(exit_code)
+        except TakebackError as e:
+            # The store cannot be written (a full disk): said, and the agent goes on.
+            self.session.failed(e, turn=self.turn or None, step=self.n)
+
+    def _finish(self, exit_code: int | None) -> None:
         ws = self.session.workspace
         store = ws.open_store()
         with ops.shared_lock(store):

@@ -517,9 +517,8 @@ class Workspace:
             StoreMissingError: there is no store.
         """
         ops.check_policy(keep_turns, keep_days)
-        if not dry_run and self.has_store():
-            # Before the databases are opened: on a full disk, opening needs room too.
-            release_reserve(self.store_path)
+        if not dry_run:
+            self._make_room()
         store = self.open_store()
         policy = ops.read_policy(store.meta)
         policy = dataclasses.replace(
@@ -542,6 +541,16 @@ class Workspace:
         raw = store.meta.get_meta(ops.LAST_GC)
         return ops.last_gc(store) if raw is not None else 0.0
 
+    def _make_room(self) -> None:
+        """Free the room the store keeps for gc, before gc opens its databases.
+
+        On a full disk, opening a database to write needs room too; a store opened
+        read-only for want of it is opened again.
+        """
+        if self.has_store() and release_reserve(self.store_path):
+            if self._store is not None and self._store.readonly:
+                self.close()
+
     def purge(
         self, session: str | None = None, *, everything: bool = False, dry_run: bool = False
     ) -> ops.GcResult:
@@ -556,8 +565,8 @@ class Workspace:
         """
         if (session is None) == (not everything):
             raise UsageError("purge takes a session or everything, not both or neither")
-        if not dry_run and self.has_store():
-            release_reserve(self.store_path)
+        if not dry_run:
+            self._make_room()
         store = self.open_store()
         result = ops.gc(
             store,

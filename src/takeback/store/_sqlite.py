@@ -161,7 +161,9 @@ def prepare_writes(conn: sqlite3.Connection) -> None:
         conn.writes_prepared = True
 
 
-def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Connection:
+def connect(
+    path: str, *, create: bool, readonly: bool = False, full_disk: bool = False
+) -> sqlite3.Connection:
     """Open (or make) a database file with mode 0600, WAL journaling and a busy timeout.
 
     Connections run in autocommit mode; writers open their own ``BEGIN IMMEDIATE``
@@ -176,6 +178,8 @@ def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Conne
             and pass :func:`check_file`.
         readonly: open for reading only, creating nothing beside the file (a store
             that cannot be written); any write then fails as a :class:`StoreError`.
+        full_disk: with ``readonly``, the disk is full: read the file as it is when
+            no write-ahead log holds pages beyond it.
 
     Raises:
         StoreCorruptError: the file is missing or damaged, or not a database.
@@ -193,6 +197,13 @@ def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Conne
             # have to create: when there is none (and no -wal, so the main file holds
             # every page), the file is read as immutable, which creates nothing.
             immutable = not os.path.exists(path + "-shm") and not os.path.exists(path + "-wal")
+            if full_disk:
+                # A writer's attempt left a -shm it could not fill: with no log to read
+                # (an empty -wal), the main file holds every page.
+                try:
+                    immutable = os.path.getsize(path + "-wal") == 0
+                except FileNotFoundError:
+                    immutable = True
             uri = f"file:{quote(path)}?mode=ro" + ("&immutable=1" if immutable else "")
             conn = sqlite3.connect(
                 uri,

@@ -97,6 +97,12 @@ def rehome(path: str, root: str) -> None:
     atomic_write(os.path.join(path, _MARKER), json.dumps(info).encode())
 
 
+def _no_room(e: sqlite3.OperationalError) -> bool:
+    """Whether SQLite failed for lack of room (a full disk shows as either)."""
+    text = str(e).lower()
+    return "disk is full" in text or "disk i/o error" in text
+
+
 def _writable(path: str) -> bool:
     """Return whether this process may write the store folder and its databases."""
     if not os.access(path, os.W_OK | os.X_OK):
@@ -179,6 +185,8 @@ class Store:
         self._lock_exclusive = False
         #: opened for reading only (the store cannot be written)
         self.readonly = False
+        #: why it cannot be written
+        self.readonly_reason = "it is read-only"
         #: when the store was made (``store.json``; 0 when it does not say)
         self.created_at = 0.0
 
@@ -241,13 +249,37 @@ class Store:
         for name in ("objects.db", "meta.db"):
             if not os.path.lexists(os.path.join(path, name)):
                 raise StoreCorruptError(f"store is damaged: {name} is missing", path=path)
-        readonly = not _writable(path)
+        try:
+            return cls._open(path, root, info, readonly=not _writable(path))
+        except StoreError as e:
+            if not isinstance(e.__cause__, sqlite3.OperationalError) or not _no_room(e.__cause__):
+                raise
+        # A full disk: SQLite cannot make the files a writer needs beside the database.
+        # Opened for reading, it needs none: what only reads works, and every write fails
+        # as it would have (a snapshot then fails cleanly, and says so).
+        store = cls._open(path, root, info, readonly=True, full_disk=True)
+        store.readonly_reason = "the disk is full"
+        return store
+
+    @classmethod
+    def _open(
+        cls, path: str, root: str, info: dict[str, Any], *, readonly: bool, full_disk: bool = False
+    ) -> Store:
         opened: list[sqlite3.Connection] = []
         try:
             objects_path = os.path.join(path, "objects.db")
-            opened.append(connect(objects_path, create=False, readonly=readonly))
+            opened.append(
+                connect(objects_path, create=False, readonly=readonly, full_disk=full_disk)
+            )
             objects = ObjectStore(opened[-1], objects_path)
-            opened.append(connect(os.path.join(path, "meta.db"), create=False, readonly=readonly))
+            opened.append(
+                connect(
+                    os.path.join(path, "meta.db"),
+                    create=False,
+                    readonly=readonly,
+                    full_disk=full_disk,
+                )
+            )
             meta = MetaStore(opened[-1])
             objects.check_schema()
             schema = meta.check_schema()
@@ -338,7 +370,7 @@ class Store:
         """
         if self.readonly:
             raise StoreError(
-                f"cannot write to the store {self.path}: it is read-only "
+                f"cannot write to the store {self.path}: {self.readonly_reason} "
                 "(it can be read, not recorded to)",
                 path=self.path,
             )
