@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,9 +64,17 @@ class Recording:
 
 
 def scan(
-    store: Store, opts: Options, *, on_progress: Callable[[int], None] | None = None
+    store: Store,
+    opts: Options,
+    *,
+    on_progress: Callable[[int], None] | None = None,
+    hint: Iterable[str] | None = None,
 ) -> ScanResult:
-    """Scan the workspace into the store's objects (no snapshot row is written)."""
+    """Scan the workspace into the store's objects (no snapshot row is written).
+
+    ``hint``: the paths known to have changed (a watcher's); only their folders are
+    listed again (None: everything is walked).
+    """
     meta = store.meta
     scanner = Scanner(
         store.root,
@@ -78,7 +86,7 @@ def scan(
         exclude_env=opts.exclude_env,
         exclude=[store.path],
     )
-    result = scanner.scan()
+    result = scanner.scan(hint=hint)
     # Objects first, then the cache rows that name them: a crash in between leaves
     # unreferenced objects, never a cache entry pointing at nothing.
     store.objects.flush()
