@@ -284,3 +284,20 @@ def test_gc_and_snapshots_at_once_from_two_processes(
         assert tb("show", f"{sid}:new/{i}.txt").stdout == f"written while gc ran {i}\n"
     with takeback.Workspace(ws_dir, store=store_dir) as w:
         rec.check(w)
+
+
+def test_a_store_that_does_not_say_when_it_was_made_starts_the_clock(
+    ws_dir: Path, store_dir: Path, tb: CLI
+) -> None:
+    write(ws_dir, "a.txt", "a")
+    tb("snapshot")
+    marker = store_dir / "store.json"
+    info = json.loads(marker.read_text())
+    del info["created_at"]
+    marker.write_text(json.dumps(info))
+    tb("log")
+    with sqlite3.connect(store_dir / "meta.db") as c:
+        (last,) = c.execute("SELECT value FROM meta WHERE key='gc.last'").fetchone()
+    assert abs(float(last) - time.time()) < 60
+    time.sleep(0.3)
+    assert '"gc.done"' not in (store_dir / "events.jsonl").read_text()

@@ -155,6 +155,12 @@ def claim_auto_gc(store: Store, *, now: float | None = None) -> bool:
     if store.readonly or not read_policy(meta).auto:
         return False
     raw = meta.get_meta(LAST_GC)
+    if raw is None and not store.created_at:
+        # A store that says neither when it was made nor when gc last ran: the clock
+        # starts now (once), rather than gc at the first command.
+        with meta.tx():
+            meta.set_meta(LAST_GC, repr(when))
+        return False
     if when - last_gc(store) < AUTO_INTERVAL:
         return False
     with meta.tx() as c:

@@ -9,9 +9,9 @@ Layout of a store folder (0700; every file 0600)::
     lock            flock: shared for snapshots, exclusive for restores and gc
     journal.json    present only while a restore is under way
     events.jsonl    one JSON line per event (snapshot.taken, file.changed, snapshot.failed)
-    reserve         room kept free for gc (``RESERVE_BYTES``): gc deletes it before it
-                    opens the databases, so that on a full disk it still has room for
-                    its own journal, and makes it again when done
+    reserve         room kept free for gc (``RESERVE_BYTES``), written by the first gc: gc
+                    deletes it before it opens the databases, so that on a full disk it
+                    still has room for its own journal, and writes it again when done
 """
 
 from __future__ import annotations
@@ -339,7 +339,6 @@ class Store:
         meta = MetaStore(connect(os.path.join(path, "meta.db"), create=True))
         meta.init_schema()
         meta.set_meta("schema_version", str(SCHEMA_VERSION))
-        make_reserve(path)
         # The marker is written last: a store without it is an unfinished creation,
         # which the next call simply completes.
         atomic_write(os.path.join(path, _MARKER), json.dumps(info).encode())
