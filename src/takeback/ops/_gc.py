@@ -61,6 +61,9 @@ DEFAULT_KEEP_DAYS = 30.0
 AUTO_INTERVAL = 86400.0
 _DAY = 86400.0
 
+#: objects kept once read while gc walks the trees (about 1 KB each for a tree)
+_WALK_CACHE = 16384
+
 _KEYS = {"keep_turns": "gc.keep_turns", "keep_days": "gc.keep_days", "auto": "gc.auto"}
 LAST_GC = "gc.last"
 
@@ -488,6 +491,8 @@ def reachable(
     reach: set[str] = set(blobs)
     stack = [t for t in trees if t]
     get_tree = store.objects.get_tree
+    # A folder's versions are deltas of each other: each base read once, then kept.
+    store.objects.raw_cache = max(store.objects.raw_cache, _WALK_CACHE)
     while stack:
         tid = stack.pop()
         if tid in reach:

@@ -89,6 +89,9 @@ class ObjectStore:
         self._pending_bytes = 0
         self._trees: OrderedDict[str, Tree] = OrderedDict()
         self._raw: OrderedDict[str, bytes] = OrderedDict()
+        #: how many objects' bytes are kept once read (gc, which reads every kept tree
+        #: and so walks each delta chain many times, raises it)
+        self.raw_cache = _RAW_CACHE
 
     def init_schema(self) -> None:
         """Create the table of a new store (idempotent: a creation cut short is finished)."""
@@ -281,7 +284,7 @@ class ObjectStore:
         if base is not None or len(data) <= _MIN_DELTA * 64:
             # Bases of deltas are read again and again along a chain: keep a few.
             self._raw[oid] = data
-            if len(self._raw) > _RAW_CACHE:
+            if len(self._raw) > self.raw_cache:
                 self._raw.popitem(last=False)
         return data
 

@@ -294,12 +294,18 @@ def reclaim(conn: sqlite3.Connection, *, room: int) -> int:
     before = size()
     try:
         (mode,) = conn.execute("PRAGMA auto_vacuum").fetchone()
+        (page,) = conn.execute("PRAGMA page_size").fetchone()
         if mode == 2:
             while True:
                 (free,) = conn.execute("PRAGMA freelist_count").fetchone()
                 if not free:
                     break
-                conn.execute(f"PRAGMA incremental_vacuum({_VACUUM_STEP})").fetchall()
+                # With room on the disk, all at once (the log holds the pages moved);
+                # on a full one, a few pages per step, each checkpointed away.
+                step = free if room > 4 * free * page + (64 << 20) else _VACUUM_STEP
+                # As a script: a statement frees one page per step, and a plain execute
+                # steps it once.
+                conn.executescript(f"PRAGMA incremental_vacuum({int(step)});")
                 checkpoint(conn)
                 (left,) = conn.execute("PRAGMA freelist_count").fetchone()
                 if left >= free:
