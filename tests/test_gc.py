@@ -219,8 +219,9 @@ def test_the_scan_cache_keeps_what_the_next_snapshot_reuses(
     assert tb("show", f"{snap}:a.txt").stdout == "two, seen by status only\n"
 
 
+@pytest.mark.parametrize("after", ["command", "hook"])
 def test_gc_runs_by_itself_once_a_day_in_the_background(
-    ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI
+    ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI, after: str
 ) -> None:
     build_history(ws, ws_dir, turns=4)
     ws.close()
@@ -233,7 +234,16 @@ def test_gc_runs_by_itself_once_a_day_in_the_background(
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('gc.last', ?)", (repr(yesterday),)
         )
     started = time.monotonic()
-    tb("log")  # any command's work, then gc starts in the background
+    if after == "command":
+        tb("log")  # any command's work, then gc starts in the background
+    else:
+        payload = {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": "agent",
+            "prompt": "go on",
+            "cwd": str(ws_dir),
+        }
+        assert tb("hook", "claude-code", input=json.dumps(payload).encode()).stdout == ""
     took = time.monotonic() - started
     events = store_dir / "events.jsonl"
     deadline = time.monotonic() + 30
@@ -243,9 +253,13 @@ def test_gc_runs_by_itself_once_a_day_in_the_background(
             break
         time.sleep(0.1)
     assert done, "gc did not run"
-    assert done[0]["removed"]["turns"] == 3
     assert took < 10
-    assert turns_of(store_dir) == [4]
+    if after == "command":
+        assert done[0]["removed"]["turns"] == 3
+        assert turns_of(store_dir) == [4]
+    else:  # the hook's prompt opened turn 5 before gc ran: the one turn kept
+        assert done[0]["removed"]["turns"] == 4
+        assert turns_of(store_dir) == [5]
     # Claimed for the day: the next commands start no other gc.
     tb("log")
     time.sleep(0.5)

@@ -155,7 +155,7 @@ def claim_auto_gc(store: Store, *, now: float | None = None) -> bool:
     """
     meta = store.meta
     when = time.time() if now is None else now
-    if store.readonly or not read_policy(meta).auto:
+    if store.readonly:
         return False
     raw = meta.get_meta(LAST_GC)
     if raw is None and not store.created_at:
@@ -164,7 +164,8 @@ def claim_auto_gc(store: Store, *, now: float | None = None) -> bool:
         with meta.tx():
             meta.set_meta(LAST_GC, repr(when))
         return False
-    if when - last_gc(store) < AUTO_INTERVAL:
+    # The policy is read only when gc is due: every hook call asks, once a day it is.
+    if when - last_gc(store) < AUTO_INTERVAL or not read_policy(meta).auto:
         return False
     with meta.tx() as c:
         if raw is None:
