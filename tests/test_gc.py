@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -219,6 +220,24 @@ def test_the_scan_cache_keeps_what_the_next_snapshot_reuses(
     assert tb("show", f"{snap}:a.txt").stdout == "two, seen by status only\n"
 
 
+def _wait_for_no_gc(store_dir: Path) -> None:
+    """Wait until no background gc of this store runs (a test leaves no process behind)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        running = []
+        for pid in os.listdir("/proc"):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"--auto" in cmd and os.fsencode(store_dir) in cmd:
+                running.append(pid)
+        if not running:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the background gc did not end")
+
+
 @pytest.mark.parametrize("after", ["command", "hook"])
 def test_gc_runs_by_itself_once_a_day_in_the_background(
     ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI, after: str
@@ -253,6 +272,7 @@ def test_gc_runs_by_itself_once_a_day_in_the_background(
             break
         time.sleep(0.1)
     assert done, "gc did not run"
+    _wait_for_no_gc(store_dir)
     assert took < 10
     if after == "command":
         assert done[0]["removed"]["turns"] == 3
@@ -273,8 +293,6 @@ def test_gc_and_snapshots_at_once_from_two_processes(
     rec = build_history(ws, ws_dir, turns=6)
     ws.close()
     env = {"TAKEBACK_GC_PAUSE": "0.3"}
-    import os
-
     full_env = {**os.environ, "TAKEBACK_STORE": str(store_dir), "PYTHONPATH": SRC, **env}
     gc = subprocess.Popen(
         [sys.executable, "-m", "takeback", "gc", "--keep-turns", "2", "--keep-days", "0"],
