@@ -71,6 +71,33 @@ def decode_tree(data: bytes) -> Tree:
     return tree
 
 
+def tree_links(data: bytes) -> tuple[list[str], list[str]]:
+    """Return the ids a tree's canonical bytes name: (subtrees, blobs of files and links).
+
+    What gc's walk needs, without decoding names, modes and sizes.
+
+    Raises:
+        ValueError: the bytes are not a tree.
+    """
+    trees: list[str] = []
+    blobs: list[str] = []
+    pos, end = 0, len(data)
+    find = data.find
+    while pos < end:
+        nul = find(b"\0", pos)
+        if nul < 0 or nul + 33 > end:
+            raise ValueError("tree record is cut short")
+        kind = data[pos]
+        raw = data[nul + 1 : nul + 33]
+        if raw != _NO_ID:
+            if kind == 0x64:  # d
+                trees.append(raw.hex())
+            elif kind in (0x66, 0x6C):  # f, l
+                blobs.append(raw.hex())
+        pos = nul + 33
+    return trees, blobs
+
+
 def entry_state(entry: Entry | None) -> tuple[str, int, str] | None:
     """What a restore compares: kind, permission bits (not for links) and object, or None."""
     if entry is None:

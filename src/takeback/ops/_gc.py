@@ -42,8 +42,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UsageError
-from ..model import DIR, FILE, LINK, decode_state
+from ..errors import StoreCorruptError, UsageError
+from ..model import FILE, LINK, decode_state, tree_links
 from ..scan import CACHE_KEY, cached_ids
 from ..store import (
     ObjectRow,
@@ -491,7 +491,7 @@ def reachable(
     """
     reach: set[str] = set(blobs)
     stack = [t for t in trees if t]
-    get_tree = store.objects.get_tree
+    get = store.objects.get
     # A folder's versions are deltas of each other: each base read once, then kept.
     store.objects.raw_cache = max(store.objects.raw_cache, _WALK_CACHE)
     while stack:
@@ -501,14 +501,12 @@ def reachable(
         reach.add(tid)
         if tid not in index:
             continue
-        for e in get_tree(tid).values():
-            if not e.oid:
-                continue
-            if e.kind == DIR:
-                if e.oid not in reach:
-                    stack.append(e.oid)
-            elif e.kind in (FILE, LINK):
-                reach.add(e.oid)
+        try:
+            subtrees, files = tree_links(get(tid))
+        except ValueError as e:
+            raise StoreCorruptError(f"store tree {tid[:12]} is malformed", path=store.path) from e
+        reach.update(files)
+        stack.extend(t for t in subtrees if t not in reach)
     return reach
 
 

@@ -311,10 +311,10 @@ class ObjectStore:
         The data itself is not read (SQLite's ``length()`` of a blob reads its header).
         """
         self.flush()
-        return {
-            str(r[0]): ObjectRow(str(r[1]), r[2], int(r[3]), int(r[4]))
-            for r in self.conn.execute("SELECT oid, kind, base, depth, length(data) FROM objects")
-        }
+        rows = self.conn.execute(
+            "SELECT oid, kind, base, depth, length(data) FROM objects"
+        ).fetchall()
+        return {r[0]: ObjectRow(r[1], r[2], r[3], r[4]) for r in rows}
 
     def rewrite_whole(self, oids: Iterable[str]) -> list[str]:
         """Store objects again whole (not as deltas), so that their bases may go.
