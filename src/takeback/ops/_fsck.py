@@ -26,6 +26,7 @@ from ..model import DIR, FILE, LINK
 from ..scan import CACHE_KEY, cached_ids
 from ..store import Store, disk_usage
 from ._gc import Policy, op_states, plan, reachable, state_oid
+from ._turns import shared_lock
 
 
 @dataclass
@@ -70,6 +71,14 @@ def fsck(
         read_data: read every object and check its hash; check the databases' pages.
         on_progress: called with (objects read, total) while reading data.
     """
+    # Under the shared lock: a gc or a restore under way is waited for, not reported.
+    with shared_lock(store):
+        return _fsck(store, read_data=read_data, on_progress=on_progress)
+
+
+def _fsck(
+    store: Store, *, read_data: bool, on_progress: Callable[[int, int], None] | None
+) -> FsckResult:
     out = FsckResult()
     problems = out.problems
     journal = store.read_journal()
@@ -242,7 +251,7 @@ def du(store: Store, policy: Policy) -> DuResult:
     import os
 
     meta = store.meta
-    with store.lock(exclusive=False):
+    with shared_lock(store):
         index = store.objects.index()
         snaps = meta.snapshot_rows()
         turns = meta.all_turns()

@@ -54,6 +54,7 @@ from ..store import (
     reclaim,
 )
 from ..store._meta import MetaStore
+from ._turns import shared_lock
 
 DEFAULT_KEEP_TURNS = 50
 DEFAULT_KEEP_DAYS = 30.0
@@ -564,7 +565,7 @@ def gc(
     size_before = disk_usage(store.path)
     step = pause or (lambda _name: None)
     locked_ms = 0
-    with store.lock(exclusive=not dry_run):
+    with store.lock(exclusive=True) if not dry_run else shared_lock(store):
         t_lock = time.monotonic()
         p = plan(store, policy, now=now, purge=purge, purge_all=purge_all)
         rewritten = 0
