@@ -26,6 +26,7 @@ DIR = "d"
 LARGE = "x"
 UNREADABLE = "u"
 _NO_ID = bytes(32)
+_NO_HEX = _NO_ID.hex()
 
 
 class Entry(NamedTuple):
@@ -81,19 +82,20 @@ def tree_links(data: bytes) -> tuple[list[str], list[str]]:
     """
     trees: list[str] = []
     blobs: list[str] = []
+    text = data.hex()  # once per tree: each id is then a slice of it
     pos, end = 0, len(data)
     find = data.find
     while pos < end:
         nul = find(b"\0", pos)
         if nul < 0 or nul + 33 > end:
             raise ValueError("tree record is cut short")
-        kind = data[pos]
-        raw = data[nul + 1 : nul + 33]
-        if raw != _NO_ID:
+        oid = text[2 * nul + 2 : 2 * nul + 66]
+        if oid != _NO_HEX:
+            kind = data[pos]
             if kind == 0x64:  # d
-                trees.append(raw.hex())
+                trees.append(oid)
             elif kind in (0x66, 0x6C):  # f, l
-                blobs.append(raw.hex())
+                blobs.append(oid)
         pos = nul + 33
     return trees, blobs
 

@@ -38,7 +38,7 @@ store; what is reached, and why, is decided here.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,7 +197,6 @@ class GcPlan:
         rewrite: kept objects whose base is removed: stored whole first.
         freed: stored bytes of the objects removed.
         kept_objects: how many objects stay.
-        kept_bytes: their stored bytes.
         drop_cache: forget the scan cache (purge of everything).
     """
 
@@ -210,7 +209,6 @@ class GcPlan:
     rewrite: list[str] = field(default_factory=list)
     freed: int = 0
     kept_objects: int = 0
-    kept_bytes: int = 0
     drop_cache: bool = False
     #: every stored object when the plan was made (kind, base, depth, size)
     index: dict[str, ObjectRow] = field(default_factory=dict, repr=False)
@@ -469,21 +467,26 @@ def plan(
         cache_trees, cache_blobs = cached_ids(meta.get_kv(CACHE_KEY), meta.dircache_rows())
         kept_trees.extend(cache_trees)
         blobs |= cache_blobs
-    index = store.objects.index()
-    out.index = index
-    reach = reachable(store, kept_trees, blobs, index)
-    _settle_bases(reach, index, out)
-    out.objects = sorted(
-        (o for o in index if o not in reach), key=lambda o: index[o].depth, reverse=True
-    )
-    out.freed = sum(index[o].stored for o in out.objects)
-    out.kept_objects = len(index) - len(out.objects)
-    out.kept_bytes = sum(r.stored for o, r in index.items() if o in reach)
+    # The ids alone (an index scan) and the deltas (a small index), not every row: the
+    # rows hold the data, and reading them all would read the whole file.
+    ids = store.objects.ids()
+    reach = reachable(store, kept_trees, blobs, ids)
+    unreached = ids - reach
+    deltas = store.objects.deltas()
+    # Kept deltas whose base goes are stored whole first; the chains of what goes are
+    # read so that it is deleted deepest first.
+    out.rewrite = sorted(o for o, b in deltas.items() if b in unreached and o in reach)
+    rows = store.objects.rows(unreached)
+    out.objects = sorted(rows, key=lambda o: rows[o].depth, reverse=True)
+    out.freed = sum(r.stored for r in rows.values())
+    # What a rewrite that fails needs: the chains from the kept deltas down.
+    out.index = {**rows, **{o: ObjectRow("", deltas[o], 0, 0) for o in out.rewrite}}
+    out.kept_objects = len(ids) - len(out.objects)
     return out
 
 
 def reachable(
-    store: Store, trees: Iterable[str], blobs: Iterable[str], index: dict[str, ObjectRow]
+    store: Store, trees: Iterable[str], blobs: Iterable[str], index: Container[str]
 ) -> set[str]:
     """Return every object the trees reach (themselves, their subtrees and blobs) and blobs.
 
@@ -509,14 +512,6 @@ def reachable(
         reach.update(files)
         stack.extend(t for t in subtrees if t not in reach)
     return reach
-
-
-def _settle_bases(reach: set[str], index: dict[str, ObjectRow], out: GcPlan) -> None:
-    """List the kept objects whose delta base goes: they are rewritten whole first."""
-    for oid in list(reach):
-        row = index.get(oid)
-        if row is not None and row.base is not None and row.base not in reach:
-            out.rewrite.append(oid)
 
 
 def _keep_bases(failed: Iterable[str], index: dict[str, ObjectRow], out: GcPlan) -> None:
