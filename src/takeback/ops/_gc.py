@@ -467,21 +467,22 @@ def plan(
         cache_trees, cache_blobs = cached_ids(meta.get_kv(CACHE_KEY), meta.dircache_rows())
         kept_trees.extend(cache_trees)
         blobs |= cache_blobs
-    # The ids alone (an index scan) and the deltas (a small index), not every row: the
-    # rows hold the data, and reading them all would read the whole file.
-    ids = store.objects.ids()
-    reach = reachable(store, kept_trees, blobs, ids)
-    unreached = ids - reach
-    deltas = store.objects.deltas()
-    # Kept deltas whose base goes are stored whole first; the chains of what goes are
-    # read so that it is deleted deepest first.
-    out.rewrite = sorted(o for o, b in deltas.items() if b in unreached and o in reach)
-    rows = store.objects.rows(unreached)
-    out.objects = sorted(rows, key=lambda o: rows[o].depth, reverse=True)
-    out.freed = sum(r.stored for r in rows.values())
-    # What a rewrite that fails needs: the chains from the kept deltas down.
-    out.index = {**rows, **{o: ObjectRow("", deltas[o], 0, 0) for o in out.rewrite}}
-    out.kept_objects = len(ids) - len(out.objects)
+    # One read of every row's id, kind, base, depth and size: the rows hold the data too,
+    # so this reads the file once (an index on the bases would cost more room than the
+    # deltas it indexes).
+    index = store.objects.index()
+    reach = reachable(store, kept_trees, blobs, index)
+    gone_rows: list[tuple[int, str]] = []
+    for oid, row in index.items():
+        if oid not in reach:
+            gone_rows.append((row.depth, oid))
+            out.freed += row.stored
+        elif row.base is not None and row.base not in reach:
+            out.rewrite.append(oid)  # a kept delta whose base goes: stored whole first
+    gone_rows.sort(reverse=True)  # the deepest deltas first
+    out.objects = [oid for _depth, oid in gone_rows]
+    out.index = index
+    out.kept_objects = len(index) - len(out.objects)
     return out
 
 

@@ -316,39 +316,6 @@ class ObjectStore:
         ).fetchall()
         return {r[0]: ObjectRow(r[1], r[2], r[3], r[4]) for r in rows}
 
-    def ids(self) -> set[str]:
-        """Return every stored object's id (read from the id index alone, not the rows)."""
-        self.flush()
-        return {r[0] for r in self.conn.execute("SELECT oid FROM objects").fetchall()}
-
-    def deltas(self) -> dict[str, str]:
-        """Return every object stored as a delta, with its base (from a small index).
-
-        The index is made on first use (a store made before gc has none).
-        """
-        self.flush()
-        query = "SELECT oid, base FROM objects INDEXED BY objects_deltas WHERE base IS NOT NULL"
-        try:
-            with Tx(self.conn) as c:
-                c.execute(
-                    "CREATE INDEX IF NOT EXISTS objects_deltas ON objects(base, oid) "
-                    "WHERE base IS NOT NULL"
-                )
-        except StoreError:
-            # A store that cannot be written (read-only, a full disk): every row is read.
-            query = "SELECT oid, base FROM objects WHERE base IS NOT NULL"
-        return {r[0]: r[1] for r in self.conn.execute(query).fetchall()}
-
-    def rows(self, oids: Iterable[str]) -> dict[str, ObjectRow]:
-        """Return the kind, base, depth and stored size of some objects (those present)."""
-        out: dict[str, ObjectRow] = {}
-        q = "SELECT kind, base, depth, length(data) FROM objects WHERE oid=?"
-        for oid in oids:
-            r = self.conn.execute(q, (oid,)).fetchone()
-            if r is not None:
-                out[oid] = ObjectRow(r[0], r[1], r[2], r[3])
-        return out
-
     def rewrite_whole(self, oids: Iterable[str]) -> list[str]:
         """Store objects again whole (not as deltas), so that their bases may go.
 
