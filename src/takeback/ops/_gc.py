@@ -573,17 +573,15 @@ def gc(
                 _keep_bases(failed, p.index, p)
             step("history")
             meta = store.meta
-            with meta.tx():
-                meta.drop_history(
-                    turns=p.turns,
-                    steps=p.steps,
-                    ops=p.ops,
-                    sessions=p.sessions,
-                    snapshots=p.snapshots,
-                )
-                if p.drop_cache:
-                    meta.drop_scan_cache()
-                meta.set_meta(LAST_GC, repr(time.time()))
+            meta.drop_history_tx(
+                turns=p.turns,
+                steps=p.steps,
+                ops=p.ops,
+                sessions=p.sessions,
+                snapshots=p.snapshots,
+                scan_cache=p.drop_cache,
+                last_gc=repr(time.time()),
+            )
             step("objects")
             store.objects.delete(p.objects)
         locked_ms = int((time.monotonic() - t_lock) * 1000)

@@ -831,6 +831,23 @@ class MetaStore:
         """Return the scan cache's detailed rows (they name objects a scan reuses)."""
         return [bytes(r[0]) for r in self.conn.execute("SELECT data FROM dircache")]
 
+    def drop_history_tx(self, **rows: Any) -> None:
+        """Delete history rows in one transaction of their own (see :meth:`drop_history`).
+
+        The foreign keys are not checked in it: the caller (gc) has kept every row that
+        a kept row names, and each check of a deleted snapshot would read every turn and
+        step (their snapshot columns have no index). ``fsck`` checks the result.
+
+        Raises:
+            StoreError: the transaction could not be written (it is rolled back).
+        """
+        self.conn.execute("PRAGMA foreign_keys=OFF")
+        try:
+            with Tx(self.conn):
+                self.drop_history(**rows)
+        finally:
+            self.conn.execute("PRAGMA foreign_keys=ON")
+
     def drop_history(
         self,
         *,
@@ -839,10 +856,13 @@ class MetaStore:
         ops: Iterable[int] = (),
         sessions: Iterable[str] = (),
         snapshots: Iterable[str] = (),
+        scan_cache: bool = False,
+        last_gc: str | None = None,
     ) -> None:
         """Delete history rows (the caller's transaction), referring rows first.
 
         A turn goes with its touches and change list; a session with everything of it.
+        ``scan_cache``: forget the scan cache too; ``last_gc``: record when gc ran.
         """
         c = self.conn
         c.executemany("DELETE FROM ops WHERE id=?", [(i,) for i in ops])
@@ -856,6 +876,10 @@ class MetaStore:
             key = "name" if table == "sessions" else "session"
             c.executemany(f"DELETE FROM {table} WHERE {key}=?", names)
         c.executemany("DELETE FROM snapshots WHERE id=?", [(i,) for i in snapshots])
+        if scan_cache:
+            self.drop_scan_cache()
+        if last_gc is not None:
+            self.set_meta("gc.last", last_gc)
 
     def drop_scan_cache(self) -> None:
         """Forget the scan cache (the caller's transaction): the next scan reads every file."""

@@ -376,16 +376,15 @@ class ObjectStore:
             except StoreError:
                 # A full disk: SQLite's log needs room for the pages a batch changes;
                 # small batches, each checkpointed away, need little.
+                checkpoint(self.conn)
                 for j in range(0, len(part), 32):
                     self._delete(part[j : j + 32])
-            checkpoint(self.conn)
+                    checkpoint(self.conn)
+        checkpoint(self.conn)
 
     def _delete(self, oids: Sequence[str]) -> None:
-        try:
-            with Tx(self.conn) as c:
-                c.executemany("DELETE FROM objects WHERE oid=?", [(o,) for o in oids])
-        finally:
-            checkpoint(self.conn)
+        with Tx(self.conn) as c:
+            c.executemany("DELETE FROM objects WHERE oid=?", [(o,) for o in oids])
         for o in oids:
             self._raw.pop(o, None)
             self._trees.pop(o, None)
