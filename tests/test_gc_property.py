@@ -98,7 +98,7 @@ def _play(ws: takeback.Workspace, root: Path, steps: list[tuple[object, ...]]) -
 
 
 @settings(
-    max_examples=30,
+    max_examples=50,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
