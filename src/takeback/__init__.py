@@ -26,7 +26,17 @@ if TYPE_CHECKING:
         UsageError,
     )
     from .model import Change, Entry, Plan, PlanItem, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
-    from .ops import CopyResult, DiffResult, FileDiff, TurnOpResult
+    from .ops import (
+        CopyResult,
+        DiffResult,
+        DuResult,
+        FileDiff,
+        FsckResult,
+        GcResult,
+        Policy,
+        SessionUsage,
+        TurnOpResult,
+    )
     from .scan._service import ServicePaths, ServiceReply, ask_service
     from .scan._watcher import Watcher
     from .workspace import (
@@ -46,11 +56,15 @@ _WHERE = {
     "CopyResult": "ops",
     "DEFAULT_SESSION": "workspace",
     "DiffResult": "ops",
+    "DuResult": "ops",
     "Entry": "model",
     "FileDiff": "ops",
+    "FsckResult": "ops",
+    "GcResult": "ops",
     "PathError": "errors",
     "Plan": "model",
     "PlanItem": "model",
+    "Policy": "ops",
     "RefError": "errors",
     "RestoreError": "errors",
     "RewindResult": "workspace",
@@ -60,6 +74,7 @@ _WHERE = {
     "ServicePaths": "scan._service",
     "ServiceReply": "scan._service",
     "SessionInfo": "model",
+    "SessionUsage": "ops",
     "SnapshotInfo": "model",
     "Step": "workspace",
     "StepInfo": "model",
@@ -85,11 +100,15 @@ __all__ = [
     "CopyResult",
     "DEFAULT_SESSION",
     "DiffResult",
+    "DuResult",
     "Entry",
     "FileDiff",
+    "FsckResult",
+    "GcResult",
     "PathError",
     "Plan",
     "PlanItem",
+    "Policy",
     "RefError",
     "RestoreError",
     "RewindResult",
@@ -99,6 +118,7 @@ __all__ = [
     "ServiceReply",
     "Session",
     "SessionInfo",
+    "SessionUsage",
     "SnapshotInfo",
     "Step",
     "StepInfo",

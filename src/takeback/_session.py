@@ -91,16 +91,17 @@ class Session:
         info = store.meta.session(self.name)
         if info is not None:
             return info
-        snap = ops.take(
-            self.workspace.recording(create=True),
-            kind="baseline",
-            session=self.name,
-            message="session start",
-            on_progress=on_progress,
-        )
-        with store.meta.tx():
-            if store.meta.session(self.name) is None:
-                store.meta.add_session(SessionInfo(self.name, snap.id, time.time()))
+        with ops.shared_lock(store):
+            snap = ops.take(
+                self.workspace.recording(create=True),
+                kind="baseline",
+                session=self.name,
+                message="session start",
+                on_progress=on_progress,
+            )
+            with store.meta.tx():
+                if store.meta.session(self.name) is None:
+                    store.meta.add_session(SessionInfo(self.name, snap.id, time.time()))
         info = store.meta.session(self.name)
         assert info is not None
         return info
@@ -167,8 +168,17 @@ class Session:
     def _open_turn(self, label: str) -> Turn:
         """Open a turn, or join one another process opened since the caller looked."""
         store = self.workspace.open_store()
-        before = self._try_snapshot("turn", message=label)
-        n = ops.begin_turn(store, self.name, label, before.id if before else None, reuse_open=True)
+        try:
+            with ops.shared_lock(store):
+                before = self._try_snapshot("turn", message=label)
+                n = ops.begin_turn(
+                    store, self.name, label, before.id if before else None, reuse_open=True
+                )
+        except TakebackError as e:
+            # The store cannot be written (a full disk): the turn is detached, the agent
+            # goes on.
+            self.failed(e)
+            return Turn(self, 0, label)
         row = store.meta.turn_row(self.name, n)
         return Turn(self, n, row.label if row is not None else label)
 
@@ -203,6 +213,18 @@ class Session:
         )
         step._own_turn = current is None
         return step
+
+    def failed(self, e: BaseException, *, turn: int | None = None, step: int | None = None) -> None:
+        """Say that recording failed (``snapshot.failed``); the agent goes on."""
+        self.workspace.emit(
+            {
+                "event": "snapshot.failed",
+                "reason": _reason(e),
+                "session": self.name,
+                "turn": turn,
+                "step": step,
+            }
+        )
 
     def _try_snapshot(
         self, kind: str, *, turn: int | None = None, step: int | None = None, message: str = ""
@@ -751,6 +773,19 @@ class Step:
         if not self.session._started():
             return self
         store = ws.open_store()
+        try:
+            self._add_row(store)
+        except TakebackError as e:
+            self.n = 0  # the store cannot be written (a full disk): detached
+            self.session.failed(e, turn=self.turn or None)
+            return self
+        try:
+            return self._begin(store)
+        except TakebackError as e:
+            self.session.failed(e, turn=self.turn or None, step=self.n)
+            return self
+
+    def _add_row(self, store: Store) -> None:
         with store.meta.tx():
             self.n = store.meta.next_step(self.session.name)
             store.meta.add_step(
@@ -765,19 +800,22 @@ class Step:
                     command=self.is_command,
                 )
             )
-        self.before = self.session._try_snapshot(
-            "step", turn=self.turn or None, step=self.n, message=self.label
-        )
-        if self.before is None:
-            self._own_turn = False  # nothing to take back from: no turn either
-            return self
-        if self._own_turn:
-            # The step's snapshot is the turn's "before" too: one scan, not two.
-            self.turn = ops.begin_turn(store, self.session.name, self.label, self.before.id)
-        with store.meta.tx():
-            store.meta.set_step_start(
-                self.session.name, self.n, before=self.before.id, turn=self.turn or None
+
+    def _begin(self, store: Store) -> Step:
+        with ops.shared_lock(store):
+            self.before = self.session._try_snapshot(
+                "step", turn=self.turn or None, step=self.n, message=self.label
             )
+            if self.before is None:
+                self._own_turn = False  # nothing to take back from: no turn either
+                return self
+            if self._own_turn:
+                # The step's snapshot is the turn's "before" too: one scan, not two.
+                self.turn = ops.begin_turn(store, self.session.name, self.label, self.before.id)
+            with store.meta.tx():
+                store.meta.set_step_start(
+                    self.session.name, self.n, before=self.before.id, turn=self.turn or None
+                )
         return self
 
     def __enter__(self) -> Step:
@@ -815,18 +853,26 @@ class Step:
         self._open = False
         if self.n == 0:
             return  # detached
+        try:
+            self._finish(exit_code)
+        except TakebackError as e:
+            # The store cannot be written (a full disk): said, and the agent goes on.
+            self.session.failed(e, turn=self.turn or None, step=self.n)
+
+    def _finish(self, exit_code: int | None) -> None:
         ws = self.session.workspace
         store = ws.open_store()
-        if self.is_command:
-            self.after = self.session._try_snapshot(
-                "step-after", turn=self.turn or None, step=self.n, message=self.label
-            )
-        with store.meta.tx():
-            store.meta.finish_step(
-                self.session.name, self.n, self.after.id if self.after else None, exit_code
-            )
-        if self.is_command and self.before and self.after:
-            self._record_changes(store)
+        with ops.shared_lock(store):
+            if self.is_command:
+                self.after = self.session._try_snapshot(
+                    "step-after", turn=self.turn or None, step=self.n, message=self.label
+                )
+            with store.meta.tx():
+                store.meta.finish_step(
+                    self.session.name, self.n, self.after.id if self.after else None, exit_code
+                )
+            if self.is_command and self.before and self.after:
+                self._record_changes(store)
         if self._own_turn and self.turn:
             Turn(self.session, self.turn, self.label).end()
 

@@ -20,6 +20,7 @@ from .errors import PathError, ScanError, StoreMissingError, TakebackError, Usag
 from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import DiffResult, FileDiff, Options, Resolved
 from .store import (
+    FolderStore,
     Store,
     default_store_path,
     find_database_root,
@@ -29,6 +30,7 @@ from .store import (
     open_store,
     read_marker,
     rehome,
+    release_reserve,
 )
 
 DEFAULT_SESSION = "default"
@@ -560,6 +562,168 @@ class Workspace:
         if entry.kind == UNREADABLE:
             raise PathError(f"{rel} could not be read and was not kept", path=rel)
         return ops.read_entry(store, entry)
+
+    # -- keeping the store bounded ------------------------------------------------------
+
+    def _folder_store(self) -> FolderStore:
+        """The open store, when it is a folder store (gc, purge, fsck, du and the policy).
+
+        Raises:
+            UsageError: the history is in a database (these are built for folder stores).
+            StoreMissingError: there is no store.
+        """
+        store = self.open_store()
+        if not isinstance(store, FolderStore):
+            raise UsageError(
+                "gc, purge, fsck, du and config work on a folder store; this history is "
+                f"in a database ({store.url})"
+            )
+        return store
+
+    def policy(self) -> ops.Policy:
+        """Return the store's retention policy (the defaults where it sets none).
+
+        Raises:
+            StoreMissingError: there is no store.
+        """
+        return ops.read_policy(self._folder_store().meta)
+
+    def set_policy(
+        self,
+        *,
+        keep_turns: int | None = None,
+        keep_days: float | None = None,
+        auto: bool | None = None,
+    ) -> ops.Policy:
+        """Set parts of the retention policy (kept in the store); return the whole policy.
+
+        Raises:
+            UsageError: ``keep_turns`` below 1, or ``keep_days`` below 0.
+            StoreMissingError: there is no store.
+        """
+        return ops.write_policy(
+            self._folder_store(), keep_turns=keep_turns, keep_days=keep_days, auto=auto
+        )
+
+    def gc(
+        self,
+        *,
+        keep_turns: int | None = None,
+        keep_days: float | None = None,
+        dry_run: bool = False,
+        now: float | None = None,
+        pause: Callable[[str], None] | None = None,
+    ) -> ops.GcResult:
+        """Remove what the retention policy no longer keeps (see ``ops._gc``).
+
+        Args:
+            keep_turns: this run's turn count, instead of the policy's.
+            keep_days: this run's day limit, instead of the policy's.
+            dry_run: only say what would go.
+            now: the moment the day limit counts back from (default: now).
+            pause: called between gc's steps with the next one's name (tests).
+
+        Raises:
+            UsageError: a bad ``keep_turns`` or ``keep_days``.
+            StoreMissingError: there is no store.
+        """
+        ops.check_policy(keep_turns, keep_days)
+        if not dry_run:
+            self._make_room()
+        store = self._folder_store()
+        policy = ops.read_policy(store.meta)
+        policy = dataclasses.replace(
+            policy,
+            keep_turns=policy.keep_turns if keep_turns is None else keep_turns,
+            keep_days=policy.keep_days if keep_days is None else keep_days,
+        )
+        result = ops.gc(store, policy, dry_run=dry_run, now=now, pause=pause)
+        if not dry_run:
+            self.emit({"event": "gc.done", **result.to_json()})
+        return result
+
+    def last_gc(self) -> float:
+        """When gc last ran (0: never; a store made before gc existed says nothing).
+
+        Raises:
+            StoreMissingError: there is no store.
+        """
+        store = self._folder_store()
+        raw = store.meta.get_meta(ops.LAST_GC)
+        return ops.last_gc(store) if raw is not None else 0.0
+
+    def _make_room(self) -> None:
+        """Free the room the store keeps for gc, before gc opens its databases.
+
+        On a full disk, opening a database to write needs room too; a store opened
+        read-only for want of it is opened again.
+        """
+        if self.has_store() and release_reserve(self.store_path):
+            if self._store is not None and self._store.readonly:
+                self.close()
+
+    def purge(
+        self, session: str | None = None, *, everything: bool = False, dry_run: bool = False
+    ) -> ops.GcResult:
+        """Remove a session's history for good (or every session's), then what only it reached.
+
+        Nothing to purge (no such session) is not an error: the result removes nothing.
+
+        Raises:
+            UsageError: neither a session nor ``everything``, or the session is the one an
+                interrupted restore needs.
+            StoreMissingError: there is no store.
+        """
+        if (session is None) == (not everything):
+            raise UsageError("purge takes a session or everything, not both or neither")
+        if not dry_run:
+            self._make_room()
+        store = self._folder_store()
+        result = ops.gc(
+            store,
+            ops.read_policy(store.meta),
+            dry_run=dry_run,
+            purge=[session] if session is not None else None,
+            purge_all=everything,
+        )
+        if not dry_run:
+            self.emit({"event": "purge.done", **result.to_json()})
+        return result
+
+    def fsck(
+        self, *, read_data: bool = False, on_progress: Callable[[int, int], None] | None = None
+    ) -> ops.FsckResult:
+        """Check the store (with ``read_data``, every object's hash); see ``ops._fsck``.
+
+        Raises:
+            StoreMissingError: there is no store.
+            StoreCorruptError: the store cannot be opened at all.
+        """
+        return ops.fsck(self._folder_store(), read_data=read_data, on_progress=on_progress)
+
+    def du(self) -> ops.DuResult:
+        """Return the store's size, per session, and what gc would free.
+
+        Raises:
+            StoreMissingError: there is no store.
+        """
+        store = self._folder_store()
+        return ops.du(store, ops.read_policy(store.meta))
+
+    def claim_auto_gc(self) -> bool:
+        """Whether gc is due by itself (over a day since the last), claiming the run if so.
+
+        False when there is no store or it cannot be written.
+        """
+        if not self.has_store():
+            return False
+        try:
+            store = self.open_store()
+            if not isinstance(store, FolderStore):
+                return False  # gc is built for folder stores
+            return ops.claim_auto_gc(store)
+        except TakebackError:
+            return False
 
     # -- taking back -------------------------------------------------------------------
 

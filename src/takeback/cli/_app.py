@@ -36,6 +36,11 @@ COMMANDS = {
     "ui": "ui_cmd",
     "service": "service_cmd",
     "store": "store_cmd",
+    "gc": "gc_cmd",
+    "purge": "purge_cmd",
+    "fsck": "fsck_cmd",
+    "du": "du_cmd",
+    "config": "config_cmd",
 }
 
 SCHEMA = 1
@@ -194,6 +199,10 @@ class Ctx:
         """Print a warning to stderr."""
         print(f"takeback: warning: {text}", file=sys.stderr)
 
+    def opened(self) -> bool:
+        """Whether the command used a workspace whose store exists."""
+        return self._ws is not None and self._ws.has_store()
+
     def close(self) -> None:
         """Close the workspace's store."""
         if self._ws is not None:
@@ -301,6 +310,10 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         if getattr(mod, "CHECKS_JOURNAL", True):
             _warn_interrupted(ctx)
         code: int = mod.run(ctx)
+        if getattr(mod, "AUTO_GC", True) and ctx.opened():
+            from ..integrations._autogc import start_if_due
+
+            start_if_due(ctx.workspace())
         return code
     except TakebackError as e:
         return _report(ctx, e)

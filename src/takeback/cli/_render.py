@@ -17,6 +17,16 @@ def sid(oid: str | None) -> str:
     return short(oid) if oid else "-"
 
 
+def size(n: int) -> str:
+    """Return a byte count for people (``1.5 MB``; powers of 1000, as ``du --si``)."""
+    value = float(n)
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{n:,} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} TB"
+
+
 def when(ts: float) -> str:
     """Return a local timestamp for people."""
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))

@@ -646,6 +646,9 @@ def run(
                 done += " (after the baseline taken in the background)"
             if service:
                 _start_service(ws, env)  # the first call of a workspace made its store just now
+        from ._autogc import start_if_due
+
+        start_if_due(ws)
         if env.get("TAKEBACK_HOOK_DEBUG"):
             ms = (time.perf_counter() - started) * 1000
             _append_log(ws.store_path, _line(payload, f"ok in {ms:.0f} ms: {done}"))

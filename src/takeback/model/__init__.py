@@ -28,6 +28,7 @@ from ._tree import (
     encode_state,
     encode_tree,
     entry_state,
+    tree_links,
 )
 
 __all__ = [
@@ -55,5 +56,6 @@ __all__ = [
     "encode_state",
     "encode_tree",
     "entry_state",
+    "tree_links",
     "unreadable_json",
 ]

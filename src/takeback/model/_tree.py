@@ -26,6 +26,7 @@ DIR = "d"
 LARGE = "x"
 UNREADABLE = "u"
 _NO_ID = bytes(32)
+_NO_HEX = _NO_ID.hex()
 
 
 class Entry(NamedTuple):
@@ -69,6 +70,34 @@ def decode_tree(data: bytes) -> Tree:
         tree[os.fsdecode(bname)] = Entry(kind.decode(), int(mode, 8), oid, int(size))
         pos = nul + 33
     return tree
+
+
+def tree_links(data: bytes) -> tuple[list[str], list[str]]:
+    """Return the ids a tree's canonical bytes name: (subtrees, blobs of files and links).
+
+    What gc's walk needs, without decoding names, modes and sizes.
+
+    Raises:
+        ValueError: the bytes are not a tree.
+    """
+    trees: list[str] = []
+    blobs: list[str] = []
+    text = data.hex()  # once per tree: each id is then a slice of it
+    pos, end = 0, len(data)
+    find = data.find
+    while pos < end:
+        nul = find(b"\0", pos)
+        if nul < 0 or nul + 33 > end:
+            raise ValueError("tree record is cut short")
+        oid = text[2 * nul + 2 : 2 * nul + 66]
+        if oid != _NO_HEX:
+            kind = data[pos]
+            if kind == 0x64:  # d
+                trees.append(oid)
+            elif kind in (0x66, 0x6C):  # f, l
+                blobs.append(oid)
+        pos = nul + 33
+    return trees, blobs
 
 
 def entry_state(entry: Entry | None) -> tuple[str, int, str] | None:

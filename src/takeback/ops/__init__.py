@@ -3,13 +3,27 @@
 Every operation that writes the workspace builds moves for the one restore engine
 (``_engine``): rewind (``_rewind``), and undo, one-file undo, redo, revert and unrevert
 (``_takeback``), which with ``merge`` replaces a conflict's move by a three-way merge
-(``_merge``). Turns and their change lists are ``_turns``.
+(``_merge``). Turns and their change lists are ``_turns``. What the store keeps, gc
+and purge are ``_gc``; checking and measuring the store, ``_fsck``; copying a history
+between stores, ``_copy``.
 """
 
 from __future__ import annotations
 
 from ._copy import CopyResult, copy_history, verify_objects
 from ._diff import DiffResult, FileDiff, diff, read_entry, turn_diff
+from ._fsck import DuResult, FsckResult, SessionUsage, du, fsck
+from ._gc import (
+    LAST_GC,
+    GcResult,
+    Policy,
+    check_policy,
+    claim_auto_gc,
+    gc,
+    last_gc,
+    read_policy,
+    write_policy,
+)
 from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
 from ._refs import Resolved, resolve
 from ._rewind import RewindOutcome, rewind
@@ -33,6 +47,7 @@ from ._turns import (
     measure_turn,
     open_turn,
     read_state,
+    shared_lock,
     touch,
 )
 
@@ -42,7 +57,13 @@ __all__ = [
     "verify_objects",
     "DEFAULT_MAX_FILE_BYTES",
     "DiffResult",
+    "DuResult",
     "FileDiff",
+    "FsckResult",
+    "LAST_GC",
+    "GcResult",
+    "Policy",
+    "SessionUsage",
     "LineStat",
     "MergeOption",
     "Options",
@@ -52,12 +73,18 @@ __all__ = [
     "RewindOutcome",
     "TurnOpResult",
     "begin_turn",
+    "check_policy",
+    "claim_auto_gc",
     "diff",
+    "du",
     "diff_trees",
     "end_turn",
     "finish_open_steps",
+    "fsck",
+    "gc",
     "is_binary",
     "join_command",
+    "last_gc",
     "line_counts",
     "line_stat",
     "measure_turn",
@@ -65,6 +92,7 @@ __all__ = [
     "open_turn",
     "quote_path",
     "read_entry",
+    "read_policy",
     "read_state",
     "record",
     "recorded_state",
@@ -73,6 +101,7 @@ __all__ = [
     "revert",
     "rewind",
     "scan",
+    "shared_lock",
     "take",
     "text_diff",
     "touch",
@@ -81,4 +110,5 @@ __all__ = [
     "undo",
     "undo_file",
     "unrevert",
+    "write_policy",
 ]

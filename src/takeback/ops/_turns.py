@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import stat
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 
 from .._fs import SafeRoot
 from ..errors import PathError
@@ -44,6 +46,26 @@ from ._patch import line_stat
 from ._rewind import target_scope
 from ._snapshot import Options, Recording, take
 from ._treediff import diff_trees
+
+
+@contextmanager
+def shared_lock(store: Store) -> Iterator[None]:
+    """Hold the store's shared lock while objects and the rows naming them are written.
+
+    gc takes the lock exclusive: what it marks and removes can then never fall between
+    an object written (or found already there) and the row that will name it. A store
+    opened read-only takes no lock (its writes fail on their own), and a lock that cannot
+    be taken (its file broken) does not stop the caller: what it writes then fails or
+    succeeds on its own, as a snapshot that fails never stops the agent.
+    """
+    with ExitStack() as stack:
+        if not store.readonly:
+            try:
+                stack.enter_context(store.lock(exclusive=False))
+            except OSError:
+                pass
+        yield
+
 
 # -- reading one path ----------------------------------------------------------------
 
@@ -187,12 +209,15 @@ def touch(
         with meta.tx():
             meta.add_touch(session, turn, rel, kept.state, tool_call_id)
         return False
-    entry = read_state(store, opts, rel, text=text)
-    if entry is not None and entry.kind == DIR:
-        return False
-    store.objects.flush()
-    with meta.tx():
-        return meta.add_touch(session, turn, rel, encode_state(entry), tool_call_id)
+    # The blob and the row that names it are written under one hold of the lock: gc,
+    # which takes it exclusive, never sees the one without the other.
+    with shared_lock(store):
+        entry = read_state(store, opts, rel, text=text)
+        if entry is not None and entry.kind == DIR:
+            return False
+        store.objects.flush()
+        with meta.tx():
+            return meta.add_touch(session, turn, rel, encode_state(entry), tool_call_id)
 
 
 def join_command(
@@ -268,11 +293,12 @@ def end_turn(rec: Recording, session: str, turn: int) -> list[Change]:
     """
     store, opts = rec.store, rec.options
     meta = store.meta
-    rows = _change_rows(store, opts, session, turn)
-    store.objects.flush()
-    with meta.tx():
-        meta.set_changes(session, turn, rows)
-        meta.set_turn_state(session, turn, "done", ended=time.time())
+    with shared_lock(store):
+        rows = _change_rows(store, opts, session, turn)
+        store.objects.flush()
+        with meta.tx():
+            meta.set_changes(session, turn, rows)
+            meta.set_turn_state(session, turn, "done", ended=time.time())
     return meta.changes(session, turn)
 
 
@@ -358,11 +384,14 @@ def finish_open_steps(rec: Recording, session: str, turn: int) -> list[int]:
         before = store.meta.snapshot(st.before)  # type: ignore[arg-type]
         if before is None:
             continue
-        after = take(
-            rec, kind="step-after", session=session, turn=turn, step=st.n, message=st.label
-        )
-        with store.meta.tx():
-            store.meta.finish_step(session, st.n, after.id, None)
-        join_command(rec, session, turn, before.tree, after.tree, None, before_at=before.created_at)
+        with shared_lock(store):
+            after = take(
+                rec, kind="step-after", session=session, turn=turn, step=st.n, message=st.label
+            )
+            with store.meta.tx():
+                store.meta.finish_step(session, st.n, after.id, None)
+            join_command(
+                rec, session, turn, before.tree, after.tree, None, before_at=before.created_at
+            )
         done.append(st.n)
     return done

@@ -8,6 +8,14 @@ snapshot loads neither.
 from __future__ import annotations
 
 from ._scope import TreeScope, in_scope
-from ._walk import CACHE_KEY, GRANULARITY_NS, Scanner, ScanResult
+from ._walk import CACHE_KEY, GRANULARITY_NS, Scanner, ScanResult, cached_ids
 
-__all__ = ["CACHE_KEY", "GRANULARITY_NS", "ScanResult", "Scanner", "TreeScope", "in_scope"]
+__all__ = [
+    "CACHE_KEY",
+    "GRANULARITY_NS",
+    "ScanResult",
+    "Scanner",
+    "TreeScope",
+    "cached_ids",
+    "in_scope",
+]

@@ -86,6 +86,46 @@ class PutObject(Protocol):
         ...
 
 
+def cached_ids(fast: bytes | None, details: Iterable[bytes]) -> tuple[set[str], set[str]]:
+    """Return the tree ids and blob ids the scan cache names.
+
+    The next scan reuses them without writing them again (a folder whose stats are
+    unchanged keeps its tree id; a file whose stat is unchanged keeps its blob), so a
+    store that removes objects (gc) must keep every one of them, or forget the cache.
+
+    Args:
+        fast: the cache's value under ``CACHE_KEY`` (None: there is none).
+        details: every detailed row (the ``dircache`` table).
+    """
+    trees: set[str] = set()
+    blobs: set[str] = set()
+    if fast:
+        try:
+            folders = marshal.loads(fast)
+        except (ValueError, EOFError, TypeError):
+            folders = {}
+        if isinstance(folders, dict):
+            for v in folders.values():
+                if isinstance(v, tuple) and len(v) == _FAST_LEN:
+                    trees.add(str(v[_TREE]))
+                    trees.update(str(i) for i in v[_IDS] if i)
+    for raw in details:
+        try:
+            rows = marshal.loads(raw)
+        except (ValueError, EOFError, TypeError):
+            continue
+        if not isinstance(rows, dict):
+            continue
+        for v in rows.values():
+            try:
+                kind, _mode, oid, _size = v[1]
+            except (TypeError, ValueError, IndexError):
+                continue
+            if kind in (FILE, LINK) and oid:
+                blobs.add(bytes(oid).hex())
+    return trees, blobs
+
+
 class _Unreadable(Exception):  # noqa: N818 - internal signal, never leaves the scan
     """A folder or file cannot be read; ``reason`` says why, in a few words."""
 

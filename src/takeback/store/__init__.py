@@ -5,25 +5,33 @@ from __future__ import annotations
 from ._api import Meta, Objects, Store
 from ._copy import COPY_TABLES, LOCAL_SETTINGS
 from ._meta import ChangeRow, MetaStore, OpRow, TouchRow, TurnRow
-from ._objects import ObjectStore
+from ._objects import ObjectRow, ObjectStore
 from ._open import find_database_root, is_database_url, local_store_path, open_store
+from ._sqlite import reclaim
 from ._store import (
     FORMAT_VERSION,
+    RESERVE_BYTES,
     FolderStore,
     default_store_path,
+    disk_free,
+    disk_usage,
+    make_reserve,
     moved_here,
     read_marker,
     rehome,
+    release_reserve,
 )
 
 __all__ = [
     "COPY_TABLES",
     "LOCAL_SETTINGS",
     "FORMAT_VERSION",
+    "RESERVE_BYTES",
     "ChangeRow",
     "FolderStore",
     "Meta",
     "MetaStore",
+    "ObjectRow",
     "ObjectStore",
     "Objects",
     "OpRow",
@@ -34,8 +42,13 @@ __all__ = [
     "find_database_root",
     "is_database_url",
     "local_store_path",
+    "disk_free",
+    "disk_usage",
+    "make_reserve",
     "moved_here",
     "open_store",
     "read_marker",
+    "reclaim",
     "rehome",
+    "release_reserve",
 ]

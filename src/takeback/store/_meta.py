@@ -791,3 +791,111 @@ class MetaStore:
         cols = COPY_TABLES[table]
         marks = ",".join("?" * len(cols))
         self.conn.executemany(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({marks})", rows)
+
+    # -- gc, purge and fsck ----------------------------------------------------------
+    # The whole history in a few queries, and deletions in the order that never leaves a
+    # row naming one that is gone: what refers first, then what it refers to.
+
+    def snapshot_rows(self) -> list[tuple[str, str, float, str, str | None]]:
+        """Return every snapshot as (id, tree, created_at, kind, session), oldest first."""
+        return [
+            (str(r[0]), str(r[1]), float(r[2]), str(r[3]), r[4])
+            for r in self.conn.execute(
+                "SELECT id, tree, created_at, kind, session FROM snapshots ORDER BY seq"
+            )
+        ]
+
+    def all_turns(self) -> list[tuple[str, int, str | None, str | None, str, float]]:
+        """Return every turn as (session, n, before, after, state, begun_at)."""
+        return [
+            (str(r[0]), int(r[1]), r[2], r[3], str(r[4]), float(r[5]))
+            for r in self.conn.execute(
+                "SELECT session, n, before, after, state, begun_at FROM turns ORDER BY session, n"
+            )
+        ]
+
+    def all_steps(self) -> list[StepInfo]:
+        """Return every step of every session."""
+        rows = self.conn.execute(
+            "SELECT session, n, turn, before, after, label, exit_code, command FROM steps "
+            "ORDER BY session, n"
+        )
+        return [_step(r) for r in rows]
+
+    def all_ops(self) -> list[tuple[OpRow, str, float]]:
+        """Return every op with its session and when it was recorded."""
+        return [
+            (OpRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5]), str(r[6]), r[7])
+            for r in self.conn.execute(
+                "SELECT id, kind, turns, pre, data, state, session, created_at FROM ops"
+            )
+        ]
+
+    def recorded_states(self) -> list[tuple[str, int, str | None]]:
+        """Return (session, turn, state) of every state a touch or a change list keeps."""
+        out: list[tuple[str, int, str | None]] = []
+        for r in self.conn.execute("SELECT session, turn, state FROM touches"):
+            out.append((str(r[0]), int(r[1]), r[2]))
+        for r in self.conn.execute("SELECT session, turn, before, after FROM changes"):
+            out.append((str(r[0]), int(r[1]), r[2]))
+            out.append((str(r[0]), int(r[1]), r[3]))
+        return out
+
+    def dircache_rows(self) -> list[bytes]:
+        """Return the scan cache's detailed rows (they name objects a scan reuses)."""
+        return [bytes(r[0]) for r in self.conn.execute("SELECT data FROM dircache")]
+
+    def drop_history_tx(self, **rows: Any) -> None:
+        """Delete history rows in one transaction of their own (see :meth:`drop_history`).
+
+        The foreign keys are not checked in it: the caller (gc) has kept every row that
+        a kept row names, and each check of a deleted snapshot would read every turn and
+        step (their snapshot columns have no index). ``fsck`` checks the result.
+
+        Raises:
+            StoreError: the transaction could not be written (it is rolled back).
+        """
+        self.conn.execute("PRAGMA foreign_keys=OFF")
+        try:
+            with Tx(self.conn):
+                self.drop_history(**rows)
+        finally:
+            self.conn.execute("PRAGMA foreign_keys=ON")
+
+    def drop_history(
+        self,
+        *,
+        turns: Iterable[tuple[str, int]] = (),
+        steps: Iterable[tuple[str, int]] = (),
+        ops: Iterable[int] = (),
+        sessions: Iterable[str] = (),
+        snapshots: Iterable[str] = (),
+        scan_cache: bool = False,
+        last_gc: str | None = None,
+    ) -> None:
+        """Delete history rows (the caller's transaction), referring rows first.
+
+        A turn goes with its touches and change list; a session with everything of it.
+        ``scan_cache``: forget the scan cache too; ``last_gc``: record when gc ran.
+        """
+        c = self.conn
+        c.executemany("DELETE FROM ops WHERE id=?", [(i,) for i in ops])
+        c.executemany("DELETE FROM steps WHERE session=? AND n=?", list(steps))
+        turn_keys = list(turns)
+        for table in ("touches", "changes"):
+            c.executemany(f"DELETE FROM {table} WHERE session=? AND turn=?", turn_keys)
+        c.executemany("DELETE FROM turns WHERE session=? AND n=?", turn_keys)
+        names = [(s,) for s in sessions]
+        for table in ("ops", "steps", "touches", "changes", "turns", "sessions"):
+            key = "name" if table == "sessions" else "session"
+            c.executemany(f"DELETE FROM {table} WHERE {key}=?", names)
+        c.executemany("DELETE FROM snapshots WHERE id=?", [(i,) for i in snapshots])
+        if scan_cache:
+            self.drop_scan_cache()
+        if last_gc is not None:
+            self.set_meta("gc.last", last_gc)
+
+    def drop_scan_cache(self) -> None:
+        """Forget the scan cache (the caller's transaction): the next scan reads every file."""
+        self.conn.execute("DELETE FROM kv WHERE substr(key, 1, 5) = 'dirs-'")
+        self.conn.execute("DELETE FROM dircache")

@@ -9,8 +9,9 @@ compressed with the previous version (its *base*) as a zstd dictionary, when tha
 out smaller. A tree that changed in one entry then costs tens of bytes instead of a
 kilobyte of hashes that do not compress. Reading such an object reads its base first;
 chains are at most ``MAX_DEPTH`` long, and the hash check is on the full content, so a
-damaged base is caught like any damaged object. Nothing deletes an object yet; a future
-``gc`` must keep every base that a kept object names.
+damaged base is caught like any damaged object. Only ``gc`` deletes objects, through
+:meth:`ObjectStore.delete`; it first rewrites whole (:meth:`ObjectStore.rewrite_whole`)
+every kept object whose base it removes, or keeps that base.
 
 A first snapshot reads every file: :meth:`ObjectStore.pack` compresses on any thread (one
 compressor per thread; zstd and SHA-256 release the GIL), and :meth:`ObjectStore.put_packed`
@@ -26,14 +27,14 @@ import hashlib
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-from ..errors import StoreCorruptError
+from ..errors import StoreCorruptError, StoreError
 from ..model import Tree, decode_tree
-from ._sqlite import Tx, columns, damaged
+from ._sqlite import Tx, checkpoint, columns, damaged
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects(
@@ -72,6 +73,22 @@ class _Pending(NamedTuple):
     depth: int
 
 
+class ObjectRow(NamedTuple):
+    """What gc and fsck need of one stored object, without its data.
+
+    Attributes:
+        kind: ``blob`` or ``tree``.
+        base: the object it is a delta of (None: stored whole).
+        depth: how many deltas deep it is (a delta is always deeper than its base).
+        stored: its size in the database (compressed), in bytes.
+    """
+
+    kind: str
+    base: str | None
+    depth: int
+    stored: int
+
+
 class PackedObjects:
     """Blobs and trees by id, packed as rows; writes are batched, ``flush()`` commits them.
 
@@ -91,6 +108,9 @@ class PackedObjects:
         self._pending_bytes = 0
         self._trees: OrderedDict[str, Tree] = OrderedDict()
         self._raw: OrderedDict[str, bytes] = OrderedDict()
+        #: how many objects' bytes are kept once read (gc, which reads every kept tree
+        #: and so walks each delta chain many times, raises it)
+        self.raw_cache = _RAW_CACHE
         self._local = threading.local()
         #: pending objects added without asking whether the store has them already
         self._unchecked: set[str] = set()
@@ -346,7 +366,7 @@ class PackedObjects:
         if base is not None or len(data) <= _MIN_DELTA * 64:
             # Bases of deltas are read again and again along a chain: keep a few.
             self._raw[oid] = data
-            if len(self._raw) > _RAW_CACHE:
+            if len(self._raw) > self.raw_cache:
                 self._raw.popitem(last=False)
         return data
 
@@ -446,3 +466,88 @@ class ObjectStore(PackedObjects):
         """Return every committed object: (id, kind, base), each base before its deltas."""
         rows = self.conn.execute("SELECT oid, kind, base FROM objects ORDER BY depth, oid")
         return [(r[0], r[1], r[2]) for r in rows]
+
+    # -- gc and fsck -----------------------------------------------------------------
+
+    def index(self) -> dict[str, ObjectRow]:
+        """Return every stored object's id with its kind, base, depth and stored size.
+
+        The data itself is not read (SQLite's ``length()`` of a blob reads its header).
+        """
+        self.flush()
+        rows = self.conn.execute(
+            "SELECT oid, kind, base, depth, length(data) FROM objects"
+        ).fetchall()
+        return {r[0]: ObjectRow(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def rewrite_whole(self, oids: Iterable[str]) -> list[str]:
+        """Store objects again whole (not as deltas), so that their bases may go.
+
+        Each batch is its own transaction: an object is either its old delta or whole,
+        and both give the same bytes, so a crash in between loses nothing.
+
+        Returns:
+            The ids that could not be rewritten (a full disk, a damaged chain); the
+            caller keeps their bases instead.
+        """
+        self.flush()
+        failed: list[str] = []
+        batch: list[tuple[bytes, str]] = []
+        size = 0
+
+        def commit() -> None:
+            nonlocal size
+            try:
+                with Tx(self.conn) as c:
+                    c.executemany(
+                        "UPDATE objects SET data=?, base=NULL, depth=0 WHERE oid=?", batch
+                    )
+            except StoreError:
+                failed.extend(oid for _d, oid in batch)
+            batch.clear()
+            size = 0
+
+        for oid in oids:
+            try:
+                data = self.get(oid)
+            except StoreCorruptError:
+                failed.append(oid)
+                continue
+            packed = self.pack(data)
+            batch.append((packed, oid))
+            size += len(packed)
+            if size >= _BATCH_BYTES:
+                commit()
+        if batch:
+            commit()
+        return failed
+
+    def delete(self, oids: Sequence[str], *, batch: int = 4096) -> None:
+        """Delete objects, in the order given, a batch per transaction.
+
+        The caller orders them deepest first, so that after every batch each object left
+        still has its base (a crash between two batches leaves a readable store).
+
+        Raises:
+            StoreError: a batch could not be written (it is rolled back).
+        """
+        self.flush()
+        for i in range(0, len(oids), batch):
+            part = oids[i : i + batch]
+            try:
+                self._delete(part)
+            except StoreError:
+                # A full disk: SQLite's log needs room for the pages a batch changes;
+                # small batches, each checkpointed away, need little.
+                checkpoint(self.conn)
+                for j in range(0, len(part), 32):
+                    self._delete(part[j : j + 32])
+                    checkpoint(self.conn)
+        checkpoint(self.conn)
+
+    def _delete(self, oids: Sequence[str]) -> None:
+        with Tx(self.conn) as c:
+            c.executemany("DELETE FROM objects WHERE oid=?", [(o,) for o in oids])
+        for o in oids:
+            self._raw.pop(o, None)
+            self._trees.pop(o, None)

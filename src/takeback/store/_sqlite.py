@@ -206,7 +206,9 @@ def prepare_writes(conn: sqlite3.Connection) -> None:
         conn.writes_prepared = True
 
 
-def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Connection:
+def connect(
+    path: str, *, create: bool, readonly: bool = False, full_disk: bool = False
+) -> sqlite3.Connection:
     """Open (or make) a database file with mode 0600, WAL journaling and a busy timeout.
 
     Connections run in autocommit mode; writers open their own ``BEGIN IMMEDIATE``
@@ -221,6 +223,8 @@ def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Conne
             and pass :func:`check_file`.
         readonly: open for reading only, creating nothing beside the file (a store
             that cannot be written); any write then fails as a :class:`StoreError`.
+        full_disk: with ``readonly``, the disk is full: read the file as it is when
+            no write-ahead log holds pages beyond it.
 
     Raises:
         StoreCorruptError: the file is missing or damaged, or not a database.
@@ -238,6 +242,13 @@ def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Conne
             # have to create: when there is none (and no -wal, so the main file holds
             # every page), the file is read as immutable, which creates nothing.
             immutable = not os.path.exists(path + "-shm") and not os.path.exists(path + "-wal")
+            if full_disk:
+                # A writer's attempt left a -shm it could not fill: with no log to read
+                # (an empty -wal), the main file holds every page.
+                try:
+                    immutable = os.path.getsize(path + "-wal") == 0
+                except FileNotFoundError:
+                    immutable = True
             from urllib.parse import quote  # only here: its import is paid by every command
 
             uri = f"file:{quote(path)}?mode=ro" + ("&immutable=1" if immutable else "")
@@ -258,6 +269,9 @@ def connect(path: str, *, create: bool, readonly: bool = False) -> sqlite3.Conne
                 factory=_Connection,
             )
             if create:
+                # Before the first table: pages that gc frees can then be given back to
+                # the file system a few at a time (see reclaim), which needs no room.
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 conn.execute("PRAGMA journal_mode=WAL")
                 prepare_writes(conn)
     except StoreCorruptError:
@@ -285,6 +299,75 @@ def db_path(conn: sqlite3.Connection) -> str:
         if name == "main":
             return str(path)
     return "?"
+
+
+def checkpoint(conn: sqlite3.Connection) -> None:
+    """Copy the write-ahead log into the database and empty it (best effort).
+
+    A reader in another process may hold the log; then it is copied as far as it can be
+    and the rest waits for the next checkpoint.
+    """
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.Error:
+        pass
+
+
+#: pages moved per incremental vacuum step (each step is its own short transaction)
+_VACUUM_STEP = 256
+
+
+def reclaim(conn: sqlite3.Connection, *, room: int) -> int:
+    """Give the database's free pages back to the file system; return the bytes given.
+
+    A database made with ``auto_vacuum=INCREMENTAL`` (every store made since gc exists)
+    gives them back a few at a time, each step a short transaction followed by a
+    checkpoint, so that it needs almost no room on the disk and never holds writers up
+    for long. An older one needs a full ``VACUUM`` (which also turns incremental
+    vacuuming on for next time); it is run only when ``room`` (free bytes on the disk)
+    holds two copies of the file, else the free pages stay inside the file, where the
+    next writes reuse them.
+    """
+    path = db_path(conn)
+
+    def size() -> int:
+        total = 0
+        for name in (path, path + "-wal"):
+            try:
+                total += os.stat(name).st_size
+            except OSError:
+                pass
+        return total
+
+    checkpoint(conn)
+    before = size()
+    try:
+        (mode,) = conn.execute("PRAGMA auto_vacuum").fetchone()
+        (page,) = conn.execute("PRAGMA page_size").fetchone()
+        if mode == 2:
+            while True:
+                (free,) = conn.execute("PRAGMA freelist_count").fetchone()
+                if not free:
+                    break
+                # With room on the disk, all at once (the log holds the pages moved);
+                # on a full one, a few pages per step, each checkpointed away.
+                step = free if room > 4 * free * page + (64 << 20) else _VACUUM_STEP
+                # As a script: a statement frees one page per step, and a plain execute
+                # steps it once.
+                conn.executescript(f"PRAGMA incremental_vacuum({int(step)});")
+                checkpoint(conn)
+                (left,) = conn.execute("PRAGMA freelist_count").fetchone()
+                if left >= free:
+                    break  # no progress (a reader holds the log): the rest waits
+        else:
+            (free,) = conn.execute("PRAGMA freelist_count").fetchone()
+            if free and room > 2 * before + (8 << 20):
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                conn.execute("VACUUM")
+    except sqlite3.Error:
+        pass  # a full disk or a busy database: the free pages are reused in the file
+    checkpoint(conn)
+    return max(0, before - size())
 
 
 class Tx:

@@ -9,6 +9,9 @@ Layout of a store folder (0700; every file 0600)::
     lock            flock: shared for snapshots, exclusive for restores and gc
     journal.json    present only while a restore is under way
     events.jsonl    one JSON line per event (snapshot.taken, file.changed, snapshot.failed)
+    reserve         room kept free for gc (``RESERVE_BYTES``), written by the first gc: gc
+                    deletes it before it opens the databases, so that on a full disk it
+                    still has room for its own journal, and writes it again when done
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ from ._sqlite import connect
 
 FORMAT_VERSION = 1
 _MARKER = "store.json"
+_RESERVE = "reserve"
+#: How much room the store keeps for gc (what its deletions write to SQLite's log).
+RESERVE_BYTES = 4 << 20
 
 
 def default_store_path(root: str, data_dir: str) -> str:
@@ -91,11 +97,80 @@ def rehome(path: str, root: str) -> None:
     atomic_write(os.path.join(path, _MARKER), json.dumps(info).encode())
 
 
+def _no_room(e: sqlite3.OperationalError) -> bool:
+    """Whether SQLite failed for lack of room (a full disk shows as either)."""
+    text = str(e).lower()
+    return "disk is full" in text or "disk i/o error" in text
+
+
 def _writable(path: str) -> bool:
     """Return whether this process may write the store folder and its databases."""
     if not os.access(path, os.W_OK | os.X_OK):
         return False
     return all(os.access(os.path.join(path, name), os.W_OK) for name in ("objects.db", "meta.db"))
+
+
+def release_reserve(path: str) -> bool:
+    """Delete the room a store keeps for gc (before gc opens it); return whether it was there."""
+    try:
+        os.unlink(os.path.join(path, _RESERVE))
+    except OSError:
+        return False
+    return True
+
+
+def make_reserve(path: str) -> bool:
+    """Keep ``RESERVE_BYTES`` of room in the store for gc (best effort); return whether kept."""
+    target = os.path.join(path, _RESERVE)
+    try:
+        if os.path.getsize(target) >= RESERVE_BYTES:
+            return True
+    except OSError:
+        pass
+    tmp = target + ".tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            # Written, not a hole: the blocks must really be taken from the disk.
+            chunk = bytes(1 << 20)
+            for _ in range(RESERVE_BYTES // len(chunk)):
+                os.write(fd, chunk)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+    return True
+
+
+def disk_usage(path: str) -> int:
+    """Return the bytes a store folder takes on the disk (its files' blocks, as ``du``).
+
+    The room kept for gc (``reserve``) is not counted: it is the same in every store.
+    """
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            if dirpath == path and name == _RESERVE:
+                continue
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def disk_free(path: str) -> int:
+    """Return the bytes free on the disk that holds ``path`` (0 when unknown)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return 0
+    return st.f_bavail * st.f_frsize
 
 
 class FolderStore:
@@ -110,6 +185,10 @@ class FolderStore:
         self._lock_exclusive = False
         #: opened for reading only (the store cannot be written)
         self.readonly = False
+        #: why it cannot be written
+        self.readonly_reason = "it is read-only"
+        #: when the store was made (``store.json``; 0 when it does not say)
+        self.created_at = 0.0
 
     @property
     def url(self) -> str:
@@ -175,13 +254,37 @@ class FolderStore:
         for name in ("objects.db", "meta.db"):
             if not os.path.lexists(os.path.join(path, name)):
                 raise StoreCorruptError(f"store is damaged: {name} is missing", path=path)
-        readonly = not _writable(path)
+        try:
+            return cls._open(path, root, info, readonly=not _writable(path))
+        except StoreError as e:
+            if not isinstance(e.__cause__, sqlite3.OperationalError) or not _no_room(e.__cause__):
+                raise
+        # A full disk: SQLite cannot make the files a writer needs beside the database.
+        # Opened for reading, it needs none: what only reads works, and every write fails
+        # as it would have (a snapshot then fails cleanly, and says so).
+        store = cls._open(path, root, info, readonly=True, full_disk=True)
+        store.readonly_reason = "the disk is full"
+        return store
+
+    @classmethod
+    def _open(
+        cls, path: str, root: str, info: dict[str, Any], *, readonly: bool, full_disk: bool = False
+    ) -> FolderStore:
         opened: list[sqlite3.Connection] = []
         try:
             objects_path = os.path.join(path, "objects.db")
-            opened.append(connect(objects_path, create=False, readonly=readonly))
+            opened.append(
+                connect(objects_path, create=False, readonly=readonly, full_disk=full_disk)
+            )
             objects = ObjectStore(opened[-1], objects_path)
-            opened.append(connect(os.path.join(path, "meta.db"), create=False, readonly=readonly))
+            opened.append(
+                connect(
+                    os.path.join(path, "meta.db"),
+                    create=False,
+                    readonly=readonly,
+                    full_disk=full_disk,
+                )
+            )
             meta = MetaStore(opened[-1])
             objects.check_schema()
             schema = meta.check_schema()
@@ -217,6 +320,8 @@ class FolderStore:
                 pass
         store = cls(path, root, objects, meta)
         store.readonly = readonly
+        created = info.get("created_at")
+        store.created_at = float(created) if isinstance(created, int | float) else 0.0
         return store
 
     @classmethod
@@ -242,7 +347,9 @@ class FolderStore:
         # The marker is written last: a store without it is an unfinished creation,
         # which the next call simply completes.
         atomic_write(os.path.join(path, _MARKER), json.dumps(info).encode())
-        return cls(path, root, objects, meta)
+        store = cls(path, root, objects, meta)
+        store.created_at = time.time()
+        return store
 
     def close(self) -> None:
         """Commit pending objects and close the databases."""
@@ -267,7 +374,7 @@ class FolderStore:
         """
         if self.readonly:
             raise StoreError(
-                f"cannot write to the store {self.path}: it is read-only "
+                f"cannot write to the store {self.path}: {self.readonly_reason} "
                 "(it can be read, not recorded to)",
                 path=self.path,
             )

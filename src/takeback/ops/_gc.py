@@ -1,0 +1,610 @@
+"""Ops layer: retention, gc and purge: what the store keeps, and removing the rest.
+
+What is kept (the *roots*), whatever the policy says:
+
+- every session's baseline, every open turn, the turns an active undo or revert names
+  (what redo and unrevert need) and that op's snapshot taken before it;
+- for the session of an interrupted restore (a journal in the store), its whole history,
+  and the snapshots the journal names;
+- the scan cache: it names the trees and blobs of the last scan, which the next scan
+  reuses without writing them again (were they removed, a later snapshot would name
+  objects that are gone);
+- the newest turn of every session (``keep_turns`` is at least 1), so numbers are never
+  given out twice.
+
+The policy (:class:`Policy`) keeps, per session, the newest ``keep_turns`` turns and
+everything from the last ``keep_days`` days, whichever keeps more. It cuts each session's
+history at one moment: every turn that began, and every snapshot taken, before the oldest
+kept turn (or command step outside a turn) and before the day limit goes, with its steps,
+touches and change list, and the undos and reverts recorded before it (unless active).
+What a kept row names is kept: a kept turn's snapshot before it (taken a moment before
+it began), the states its change list and touches keep, what a kept op wrote.
+
+Objects: every tree and blob a kept snapshot, state or cache entry reaches is kept. A
+kept object stored as a delta of one that goes is rewritten whole first (or, when that
+cannot be written, its base is kept).
+
+The order (under the store's exclusive lock; each step commits, and a crash between any
+two leaves a store that passes fsck and has lost nothing kept): 1. rewrite deltas whole;
+2. delete the history rows (what refers first, then snapshots); 3. delete the objects no
+longer reached, deepest delta first, in batches; then, with the lock released, give the
+freed pages back to the file system (SQLite's incremental vacuum, a few pages per
+transaction).
+
+The store's own parts (listing ids, deleting rows, vacuum) are small methods of the
+store; what is reached, and why, is decided here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Container, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import StoreCorruptError, UsageError
+from ..model import FILE, LINK, decode_state, tree_links
+from ..scan import CACHE_KEY, cached_ids
+from ..store import (
+    FolderStore,
+    MetaStore,
+    ObjectRow,
+    disk_free,
+    disk_usage,
+    make_reserve,
+    reclaim,
+)
+from ._turns import shared_lock
+
+DEFAULT_KEEP_TURNS = 50
+DEFAULT_KEEP_DAYS = 30.0
+#: gc runs by itself at most this often (seconds)
+AUTO_INTERVAL = 86400.0
+_DAY = 86400.0
+
+#: objects kept once read while gc walks the trees (about 1 KB each for a tree)
+_WALK_CACHE = 16384
+
+_KEYS = {"keep_turns": "gc.keep_turns", "keep_days": "gc.keep_days", "auto": "gc.auto"}
+LAST_GC = "gc.last"
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What gc keeps.
+
+    The newest ``keep_turns`` turns of each session and everything from the last
+    ``keep_days`` days, whichever keeps more; ``auto``: gc runs by itself once a day.
+    """
+
+    keep_turns: int = DEFAULT_KEEP_TURNS
+    keep_days: float = DEFAULT_KEEP_DAYS
+    auto: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable machine form (``config --json``)."""
+        return {"keep_turns": self.keep_turns, "keep_days": self.keep_days, "auto": self.auto}
+
+
+def check_policy(keep_turns: int | None, keep_days: float | None) -> None:
+    """Refuse a policy that cannot be kept.
+
+    Raises:
+        UsageError: ``keep_turns`` below 1 (the newest turn is always kept) or
+            ``keep_days`` below 0.
+    """
+    if keep_turns is not None and keep_turns < 1:
+        raise UsageError(f"--keep-turns must be at least 1 (the newest turn is kept): {keep_turns}")
+    if keep_days is not None and not keep_days >= 0:
+        raise UsageError(f"--keep-days must be 0 or more: {keep_days}")
+
+
+def read_policy(meta: MetaStore) -> Policy:
+    """Return the store's policy (the defaults where it sets none)."""
+    d = Policy()
+    turns = meta.get_meta(_KEYS["keep_turns"])
+    days = meta.get_meta(_KEYS["keep_days"])
+    auto = meta.get_meta(_KEYS["auto"])
+    try:
+        return Policy(
+            int(turns) if turns is not None else d.keep_turns,
+            float(days) if days is not None else d.keep_days,
+            auto != "off" if auto is not None else d.auto,
+        )
+    except ValueError:
+        return d
+
+
+def write_policy(
+    store: FolderStore,
+    *,
+    keep_turns: int | None = None,
+    keep_days: float | None = None,
+    auto: bool | None = None,
+) -> Policy:
+    """Set parts of the store's policy (the rest stays); return the whole policy.
+
+    Raises:
+        UsageError: a value :func:`check_policy` refuses.
+    """
+    check_policy(keep_turns, keep_days)
+    meta = store.meta
+    with meta.tx():
+        if keep_turns is not None:
+            meta.set_meta(_KEYS["keep_turns"], str(keep_turns))
+        if keep_days is not None:
+            meta.set_meta(_KEYS["keep_days"], repr(float(keep_days)))
+        if auto is not None:
+            meta.set_meta(_KEYS["auto"], "on" if auto else "off")
+    return read_policy(meta)
+
+
+def last_gc(store: FolderStore) -> float:
+    """When gc last ran (or was started by itself); the store's creation when never."""
+    raw = store.meta.get_meta(LAST_GC)
+    try:
+        return float(raw) if raw is not None else store.created_at
+    except ValueError:
+        return 0.0
+
+
+def claim_auto_gc(store: FolderStore, *, now: float | None = None) -> bool:
+    """Whether gc is due by itself, and if so, claim the run (one process wins).
+
+    Due when the policy allows it and the last run is over a day old. The claim is one
+    conditional write, so of several hooks that find it due at once, one starts it.
+    """
+    meta = store.meta
+    when = time.time() if now is None else now
+    if store.readonly:
+        return False
+    raw = meta.get_meta(LAST_GC)
+    if raw is None and not store.created_at:
+        # A store that says neither when it was made nor when gc last ran: the clock
+        # starts now (once), rather than gc at the first command.
+        with meta.tx():
+            meta.set_meta(LAST_GC, repr(when))
+        return False
+    # The policy is read only when gc is due: every hook call asks, once a day it is.
+    if when - last_gc(store) < AUTO_INTERVAL or not read_policy(meta).auto:
+        return False
+    with meta.tx() as c:
+        if raw is None:
+            cur = c.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (LAST_GC, repr(when))
+            )
+        else:
+            cur = c.execute(
+                "UPDATE meta SET value=? WHERE key=? AND value=?", (repr(when), LAST_GC, raw)
+            )
+        return cur.rowcount > 0
+
+
+# -- the plan ------------------------------------------------------------------------
+
+
+@dataclass
+class GcPlan:
+    """What a gc (or purge) removes, and what it keeps.
+
+    Attributes:
+        snapshots: snapshot ids to remove.
+        turns: (session, n) of turns to remove, with their touches and change lists.
+        steps: (session, n) of steps to remove.
+        ops: ids of op records to remove.
+        sessions: sessions removed whole (purge).
+        objects: object ids to remove, deepest delta first.
+        rewrite: kept objects whose base is removed: stored whole first.
+        freed: stored bytes of the objects removed.
+        kept_objects: how many objects stay.
+        drop_cache: forget the scan cache (purge of everything).
+    """
+
+    snapshots: list[str] = field(default_factory=list)
+    turns: list[tuple[str, int]] = field(default_factory=list)
+    steps: list[tuple[str, int]] = field(default_factory=list)
+    ops: list[int] = field(default_factory=list)
+    sessions: list[str] = field(default_factory=list)
+    objects: list[str] = field(default_factory=list)
+    rewrite: list[str] = field(default_factory=list)
+    freed: int = 0
+    kept_objects: int = 0
+    drop_cache: bool = False
+    #: every stored object when the plan was made (kind, base, depth, size)
+    index: dict[str, ObjectRow] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class GcResult:
+    """What gc or purge did (or, for a dry run, would do)."""
+
+    dry_run: bool
+    policy: Policy | None
+    snapshots: int
+    turns: int
+    steps: int
+    ops: int
+    sessions: list[str]
+    objects: int
+    freed: int
+    rewritten: int
+    kept_objects: int
+    size_before: int
+    size_after: int
+    duration_ms: int = 0
+    #: how long the store's exclusive lock was held (ms)
+    locked_ms: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable machine form (``gc --json``, ``purge --json``)."""
+        return {
+            "dry_run": self.dry_run,
+            "policy": self.policy.to_json() if self.policy else None,
+            "removed": {
+                "snapshots": self.snapshots,
+                "turns": self.turns,
+                "steps": self.steps,
+                "ops": self.ops,
+                "sessions": self.sessions,
+                "objects": self.objects,
+            },
+            "freed_bytes": self.freed,
+            "rewritten_objects": self.rewritten,
+            "kept_objects": self.kept_objects,
+            "size_before": self.size_before,
+            "size_after": self.size_after,
+            "duration_ms": self.duration_ms,
+            "locked_ms": self.locked_ms,
+        }
+
+
+def state_oid(text: str | None) -> str | None:
+    """The object a stored state names (a file's or link's blob), if any."""
+    if not text:
+        return None
+    try:
+        e = decode_state(text)
+    except ValueError:
+        return None
+    return e.oid if e is not None and e.kind in (FILE, LINK) and e.oid else None
+
+
+def op_states(data: dict[str, Any]) -> Iterable[str | None]:
+    wrote = data.get("wrote")
+    if isinstance(wrote, dict):
+        for v in wrote.values():
+            if isinstance(v, str):
+                yield v
+
+
+def journal_names(store: FolderStore) -> tuple[str | None, set[str]]:
+    """Return the session and the snapshot ids an interrupted restore's journal names."""
+    journal = store.read_journal()
+    if not journal:
+        return None, set()
+    ids = {v for k in ("pre", "target") if isinstance(v := journal.get(k), str)}
+    session = journal.get("session")
+    return (session if isinstance(session, str) else ""), ids
+
+
+class _History:
+    """The store's history rows, read once."""
+
+    def __init__(self, meta: MetaStore) -> None:
+        self.snapshots = meta.snapshot_rows()
+        self.turns = meta.all_turns()
+        self.steps = meta.all_steps()
+        self.ops = meta.all_ops()
+        self.sessions = {s.name: s for s in meta.sessions()}
+        self.by_id = {s[0]: s for s in self.snapshots}
+
+
+def _cut(
+    h: _History, session: str, policy: Policy, now: float, journal_session: str | None
+) -> float:
+    """The moment before which a session's history goes (-inf: keep it all)."""
+    if journal_session is not None and (journal_session in ("", session)):
+        return float("-inf")
+    starts: list[float] = [t[5] for t in h.turns if t[0] == session]
+    turn_nums = {t[1] for t in h.turns if t[0] == session}
+    for st in h.steps:
+        if st.session == session and (st.turn is None or st.turn not in turn_nums):
+            snap = h.by_id.get(st.before or st.after or "")
+            if snap is not None:
+                starts.append(snap[2])
+    starts.sort(reverse=True)
+    by_count = starts[policy.keep_turns - 1] if len(starts) >= policy.keep_turns else float("-inf")
+    cut = min(by_count, now - policy.keep_days * _DAY)
+    active = [op for op, s, _at in h.ops if s == session and op.state == "active"]
+    held = {n for op in active for n in op.turns}
+    for t in h.turns:
+        if t[0] == session and (t[4] == "open" or t[1] in held):
+            cut = min(cut, t[5])
+    for op, s, at in h.ops:
+        if s == session and op.state == "active":
+            cut = min(cut, at)
+    return cut
+
+
+def plan(
+    store: FolderStore,
+    policy: Policy,
+    *,
+    now: float | None = None,
+    purge: Iterable[str] | None = None,
+    purge_all: bool = False,
+) -> GcPlan:
+    """Decide what goes.
+
+    First the history rows the policy no longer keeps (or a purge names), then every
+    object that no kept row reaches.
+
+    Args:
+        store: the open store (the caller holds its exclusive lock to act on the plan).
+        policy: the retention policy (a purge keeps the rest of the history whole).
+        now: the time the day limit counts from.
+        purge: sessions removed whole (the policy is then not applied to the others).
+        purge_all: remove every session, snapshot and the scan cache.
+
+    Raises:
+        UsageError: a purge names the session of an interrupted restore.
+        StoreCorruptError: a kept tree cannot be read.
+    """
+    meta = store.meta
+    when = time.time() if now is None else now
+    h = _History(meta)
+    journal_session, journal_ids = journal_names(store)
+    out = GcPlan()
+    purged: set[str] = set(h.sessions) if purge_all else set(purge or ())
+    if purge is not None or purge_all:
+        if journal_session is not None and (
+            journal_session == "" or journal_session in purged or purge_all
+        ):
+            raise UsageError(
+                "an interrupted restore needs this history: finish it or take it back first"
+            )
+    cuts: dict[str, float] = {}
+    if purge is None and not purge_all:
+        for name in h.sessions:
+            cuts[name] = _cut(h, name, policy, when, journal_session)
+    else:
+        for name in h.sessions:
+            cuts[name] = float("inf") if name in purged else float("-inf")
+    out.sessions = sorted(n for n in purged if n in h.sessions)
+
+    def gone(session: str | None, at: float) -> bool:
+        if session is None or session not in cuts:
+            return False
+        return at < cuts[session]
+
+    # Turns: the newest of each session always stays (numbers are never given twice).
+    newest: dict[str, int] = {}
+    for t in h.turns:
+        newest[t[0]] = max(newest.get(t[0], 0), t[1])
+    kept_turns: set[tuple[str, int]] = set()
+    for t in h.turns:
+        key = (t[0], t[1])
+        if t[0] in purged or (gone(t[0], t[5]) and t[1] != newest[t[0]]):
+            if t[0] not in purged:
+                out.turns.append(key)
+        else:
+            kept_turns.add(key)
+    dropped_turns = set(out.turns)
+    last_step: dict[str, int] = {}
+    for st in h.steps:
+        last_step[st.session] = max(last_step.get(st.session, 0), st.n)
+    kept_steps = []
+    for st in h.steps:
+        if st.session in purged:
+            continue
+        snap = h.by_id.get(st.before or st.after or "")
+        own = st.turn is not None and (st.session, st.turn) in dropped_turns
+        old = snap is not None and gone(st.session, snap[2])
+        if (own or (old and (st.turn is None or (st.session, st.turn) not in kept_turns))) and (
+            st.n != last_step[st.session]
+        ):
+            out.steps.append((st.session, st.n))
+        else:
+            kept_steps.append(st)
+    kept_ops = []
+    for op, s, at in h.ops:
+        if s in purged:
+            continue
+        if op.state != "active" and gone(s, at):
+            out.ops.append(op.id)
+        else:
+            kept_ops.append(op)
+
+    # Snapshots: those a kept row names, and those of the kept part of each history.
+    named: set[str] = set(journal_ids)
+    for name, info in h.sessions.items():
+        if name not in purged:
+            named.add(info.baseline)
+    for t in h.turns:
+        if (t[0], t[1]) in kept_turns:
+            named.update(x for x in (t[2], t[3]) if x)
+    for st in kept_steps:
+        named.update(x for x in (st.before, st.after) if x)
+    for op in kept_ops:
+        if op.pre:
+            named.add(op.pre)
+    loose = [s for s in h.snapshots if s[4] is None]
+    loose_keep = set()
+    if not purge_all:
+        newest_loose = sorted(loose, key=lambda s: s[2], reverse=True)[: policy.keep_turns]
+        loose_keep = {s[0] for s in newest_loose}
+        if purge is not None:
+            loose_keep = {s[0] for s in loose}
+    kept_trees: list[str] = []
+    for sid, tree, created, _kind, session in h.snapshots:
+        if sid in named:
+            keep = True
+        elif session is None:
+            keep = sid in loose_keep or (
+                purge is None and not purge_all and created >= when - policy.keep_days * _DAY
+            )
+        elif session in purged:
+            keep = False
+        elif session not in h.sessions:
+            keep = not purge_all  # a session being started: its row comes next
+        else:
+            keep = not gone(session, created)
+        if keep:
+            kept_trees.append(tree)
+        else:
+            out.snapshots.append(sid)
+
+    # Objects reached from what stays.
+    states: list[str | None] = [
+        s for sess, n, s in meta.recorded_states() if (sess, n) in kept_turns
+    ]
+    for op in kept_ops:
+        states.extend(op_states(op.data))
+    blobs = {o for o in map(state_oid, states) if o}
+    if purge_all:
+        out.drop_cache = True
+    else:
+        cache_trees, cache_blobs = cached_ids(meta.get_kv(CACHE_KEY), meta.dircache_rows())
+        kept_trees.extend(cache_trees)
+        blobs |= cache_blobs
+    # One read of every row's id, kind, base, depth and size: the rows hold the data too,
+    # so this reads the file once (an index on the bases would cost more room than the
+    # deltas it indexes).
+    index = store.objects.index()
+    reach = reachable(store, kept_trees, blobs, index)
+    gone_rows: list[tuple[int, str]] = []
+    for oid, row in index.items():
+        if oid not in reach:
+            gone_rows.append((row.depth, oid))
+            out.freed += row.stored
+        elif row.base is not None and row.base not in reach:
+            out.rewrite.append(oid)  # a kept delta whose base goes: stored whole first
+    gone_rows.sort(reverse=True)  # the deepest deltas first
+    out.objects = [oid for _depth, oid in gone_rows]
+    out.index = index
+    out.kept_objects = len(index) - len(out.objects)
+    return out
+
+
+def reachable(
+    store: FolderStore, trees: Iterable[str], blobs: Iterable[str], index: Container[str]
+) -> set[str]:
+    """Return every object the trees reach (themselves, their subtrees and blobs) and blobs.
+
+    A tree that is not in the store is left out (fsck names it); its id is still marked,
+    so nothing of that name is removed.
+    """
+    reach: set[str] = set(blobs)
+    stack = [t for t in trees if t]
+    get = store.objects.get
+    # A folder's versions are deltas of each other: each base read once, then kept.
+    store.objects.raw_cache = max(store.objects.raw_cache, _WALK_CACHE)
+    while stack:
+        tid = stack.pop()
+        if tid in reach:
+            continue
+        reach.add(tid)
+        if tid not in index:
+            continue
+        try:
+            subtrees, files = tree_links(get(tid))
+        except ValueError as e:
+            raise StoreCorruptError(f"store tree {tid[:12]} is malformed", path=store.path) from e
+        reach.update(files)
+        stack.extend(t for t in subtrees if t not in reach)
+    return reach
+
+
+def _keep_bases(failed: Iterable[str], index: dict[str, ObjectRow], out: GcPlan) -> None:
+    """Keep the delta chains of objects that could not be rewritten whole."""
+    keep: set[str] = set()
+    for oid in failed:
+        base = index[oid].base if oid in index else None
+        while base is not None and base not in keep and base in index:
+            keep.add(base)
+            base = index[base].base
+    if keep:
+        out.objects = [o for o in out.objects if o not in keep]
+        out.freed = sum(index[o].stored for o in out.objects)
+
+
+# -- acting on it --------------------------------------------------------------------
+
+
+def gc(
+    store: FolderStore,
+    policy: Policy,
+    *,
+    dry_run: bool = False,
+    now: float | None = None,
+    purge: Iterable[str] | None = None,
+    purge_all: bool = False,
+    pause: Callable[[str], None] | None = None,
+) -> GcResult:
+    """Remove what the policy (or a purge) no longer keeps; see the module's docstring.
+
+    Args:
+        store: the open store.
+        policy: the retention policy.
+        dry_run: only say what would go.
+        now: the time the day limit counts from (default: now).
+        purge: remove these sessions whole, and what only they reached.
+        purge_all: remove every session and snapshot.
+        pause: called between the steps with the next one's name (``rewrite``,
+            ``history``, ``objects``, ``reclaim``): a crash test stops the process there.
+
+    Raises:
+        UsageError: a purge names the session of an interrupted restore.
+        StoreError: the store cannot be written (what was done before stays done).
+    """
+    t0 = time.monotonic()
+    size_before = disk_usage(store.path)
+    step = pause or (lambda _name: None)
+    locked_ms = 0
+    with store.lock(exclusive=True) if not dry_run else shared_lock(store):
+        t_lock = time.monotonic()
+        p = plan(store, policy, now=now, purge=purge, purge_all=purge_all)
+        rewritten = 0
+        if not dry_run:
+            if p.rewrite:
+                step("rewrite")
+                failed = store.objects.rewrite_whole(p.rewrite)
+                rewritten = len(p.rewrite) - len(failed)
+                _keep_bases(failed, p.index, p)
+            step("history")
+            meta = store.meta
+            meta.drop_history_tx(
+                turns=p.turns,
+                steps=p.steps,
+                ops=p.ops,
+                sessions=p.sessions,
+                snapshots=p.snapshots,
+                scan_cache=p.drop_cache,
+                last_gc=repr(time.time()),
+            )
+            step("objects")
+            store.objects.delete(p.objects)
+        locked_ms = int((time.monotonic() - t_lock) * 1000)
+    if not dry_run:
+        step("reclaim")
+        room = disk_free(store.path)
+        reclaim(store.objects.conn, room=room)
+        reclaim(store.meta.conn, room=disk_free(store.path))
+        make_reserve(store.path)
+    return GcResult(
+        dry_run=dry_run,
+        policy=None if purge is not None or purge_all else policy,
+        snapshots=len(p.snapshots),
+        turns=len(p.turns),
+        steps=len(p.steps),
+        ops=len(p.ops),
+        sessions=p.sessions,
+        objects=len(p.objects),
+        freed=p.freed,
+        rewritten=rewritten if not dry_run else len(p.rewrite),
+        kept_objects=p.kept_objects,
+        size_before=size_before,
+        size_after=disk_usage(store.path) if not dry_run else size_before,
+        duration_ms=int((time.monotonic() - t0) * 1000),
+        locked_ms=locked_ms,
+    )

@@ -1,0 +1,335 @@
+"""gc, purge, fsck, du and config: through the real command, on real SQLite stores."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import takeback
+
+from ._gc import build_history
+from .conftest import CLI, SRC, files_state, write
+
+
+@pytest.fixture
+def ws(ws_dir: Path, store_dir: Path) -> Iterator[takeback.Workspace]:
+    w = takeback.Workspace(ws_dir, store=store_dir)
+    yield w
+    w.close()
+
+
+def turns_of(store_dir: Path, session: str = "agent") -> list[int]:
+    with sqlite3.connect(store_dir / "meta.db") as c:
+        return [
+            r[0] for r in c.execute("SELECT n FROM turns WHERE session=? ORDER BY n", (session,))
+        ]
+
+
+def test_gc_keeps_the_newest_turns_and_every_kept_ref_restores(
+    ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI
+) -> None:
+    rec = build_history(ws, ws_dir, turns=8)
+    ws.close()
+    before = tb("du", "--json")
+    dry = json.loads(
+        tb("gc", "--dry-run", "--keep-turns", "3", "--keep-days", "0", "--json").stdout
+    )
+    assert dry["dry_run"] and dry["removed"]["turns"] == 5 and dry["removed"]["objects"] > 0
+    assert turns_of(store_dir) == list(range(1, 9))  # a dry run removes nothing
+    out = tb("gc", "--keep-turns", "3", "--keep-days", "0")
+    assert out.stdout.startswith("Removed 5 turns,")
+    assert turns_of(store_dir) == [6, 7, 8]
+    assert (
+        json.loads(tb("du", "--json").stdout)["stored_bytes"]
+        < json.loads(before.stdout)["stored_bytes"]
+    )
+    assert tb("fsck", "--read-data").returncode == 0
+    kept = rec.check()
+    assert len(kept) < len(rec.expected)
+    # The session's baseline and the kept turns' refs still resolve and restore.
+    tb("--session", "agent", "rewind", "--to", "turn:6")
+    snap = ws.resolve("turn:6", session="agent").snapshot.id
+    assert files_state(ws_dir) == rec.expected[snap]
+    tb("--session", "agent", "rewind", "--to", "start")
+    assert tb("--session", "agent", "rewind", "--to", "turn:2", check=2).stderr.startswith(
+        "takeback: error: no turn 2"
+    )
+    # Undo and redo of a kept turn still work.
+    tb("--session", "agent", "rewind", "--to", "turn:8")
+    tb("--session", "agent", "undo", "--turn", "8", "--force")
+    tb("--session", "agent", "redo", "--force")
+    assert tb("fsck", "--read-data").returncode == 0
+    # Nothing left to remove: a second gc frees nothing.
+    again = json.loads(tb("gc", "--keep-turns", "3", "--keep-days", "0", "--json").stdout)
+    assert again["removed"]["turns"] == 0
+
+
+def test_the_default_policy_keeps_the_last_30_days(
+    ws: takeback.Workspace, ws_dir: Path, tb: CLI
+) -> None:
+    build_history(ws, ws_dir, turns=3)
+    ws.close()
+    r = json.loads(tb("gc", "--json").stdout)
+    assert r["policy"] == {"keep_turns": 50, "keep_days": 30.0, "auto": True}
+    assert r["removed"]["turns"] == 0 and r["removed"]["snapshots"] == 0
+    # Forty days from now, the newest 50 turns (all three) are still kept: whichever keeps more.
+    with takeback.Workspace(ws_dir, store=tb.store) as w:
+        later = w.gc(now=time.time() + 40 * 86400)
+        assert later.turns == 0
+        later = w.gc(keep_turns=1, now=time.time() + 40 * 86400)
+        assert later.turns == 2
+
+
+def test_config_shows_and_sets_the_policy(ws: takeback.Workspace, ws_dir: Path, tb: CLI) -> None:
+    write(ws_dir, "a.txt", "a")
+    tb("snapshot")
+    assert tb("config").stdout.splitlines()[:3] == ["keep-turns 50", "keep-days 30", "auto-gc on"]
+    tb("config", "--keep-turns", "7", "--keep-days", "2.5", "--auto-gc", "off")
+    doc = json.loads(tb("config", "--json").stdout)
+    assert (doc["keep_turns"], doc["keep_days"], doc["auto"]) == (7, 2.5, False)
+    err = tb("config", "--keep-turns", "0", check=2).stderr
+    assert "--keep-turns must be at least 1" in err
+    assert tb("gc", "--keep-days", "-1", check=2).stderr.startswith("takeback: error:")
+    assert json.loads(tb("config", "--json").stdout)["keep_turns"] == 7
+
+
+def test_purge_removes_a_session_and_what_only_it_reached(
+    ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI
+) -> None:
+    rec = build_history(ws, ws_dir, turns=3)
+    write(ws_dir, "other.txt", "only the other session saw this\n")
+    other = ws.session("other")
+    with other.turn("t") as turn:
+        turn.touch("other.txt")
+        write(ws_dir, "other.txt", "changed by other\n")
+    ws.close()
+    assert tb("purge", "--session", "nobody").stdout == "Nothing to purge.\n"
+    out = tb("purge", "--session", "agent")
+    assert out.stdout.startswith("Removed 1 session,")
+    assert turns_of(store_dir, "agent") == []
+    assert turns_of(store_dir, "other") == [1]
+    assert tb("fsck", "--read-data").returncode == 0
+    assert {s["session"] for s in json.loads(tb("du", "--json").stdout)["sessions"]} == {"other"}
+    rec.check()
+    tb("--session", "other", "undo")
+    assert (ws_dir / "other.txt").read_text() == "only the other session saw this\n"
+    tb("purge", "--all")
+    assert json.loads(tb("log", "--json").stdout) == []
+    assert tb("fsck", "--read-data").returncode == 0
+    assert tb("purge", "--all").stdout == "Nothing to purge.\n"
+    assert tb("purge", check=2).stderr.startswith("takeback: error: purge takes")
+    tb("snapshot")  # the store is still a store
+    assert tb("fsck", "--read-data").returncode == 0
+
+
+def test_du_says_what_each_session_takes_and_what_gc_would_free(
+    ws: takeback.Workspace, ws_dir: Path, tb: CLI
+) -> None:
+    build_history(ws, ws_dir, turns=4)
+    ws.close()
+    tb("config", "--keep-turns", "1", "--keep-days", "0")
+    doc = json.loads(tb("du", "--json").stdout)
+    assert doc["disk_bytes"] > 0 and doc["objects"] > 0
+    (agent,) = doc["sessions"]
+    assert agent["session"] == "agent" and agent["turns"] == 4
+    assert 0 < agent["only_bytes"] <= agent["reached_bytes"] <= doc["stored_bytes"]
+    assert doc["gc"]["turns"] == 3 and doc["gc"]["freed_bytes"] > 0
+    text = tb("du").stdout
+    assert "gc would free" in text and "agent" in text
+    tb("gc")
+    assert json.loads(tb("du", "--json").stdout)["gc"]["freed_bytes"] == 0
+
+
+def _damage(store_dir: Path, sql: str, *args: object) -> None:
+    with sqlite3.connect(store_dir / "objects.db") as c:
+        c.execute(f"ATTACH DATABASE '{store_dir / 'meta.db'}' AS meta")
+        c.execute(sql, args)
+
+
+def _blob_and_tree(store_dir: Path) -> tuple[str, str]:
+    with sqlite3.connect(store_dir / "objects.db") as c:
+        blob = c.execute("SELECT oid FROM objects WHERE kind='blob' AND base IS NULL").fetchone()
+        tree = c.execute("SELECT oid FROM objects WHERE kind='tree'").fetchone()
+    return str(blob[0]), str(tree[0])
+
+
+@pytest.mark.parametrize("damage", ["object", "tree", "hash", "metadata", "journal"])
+def test_fsck_finds_each_kind_of_damage(
+    ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI, damage: str
+) -> None:
+    build_history(ws, ws_dir, turns=2)
+    ws.close()
+    assert tb("fsck", "--read-data").stdout.startswith("The store is sound")
+    blob, tree = _blob_and_tree(store_dir)
+    if damage == "object":
+        _damage(store_dir, "DELETE FROM objects WHERE oid=?", blob)
+        want = f"object {blob[:12]}"
+    elif damage == "tree":
+        _damage(store_dir, "DELETE FROM objects WHERE oid=?", tree)
+        want = f"tree {tree[:12]} is missing"
+    elif damage == "hash":
+        import zstandard
+
+        _damage(
+            store_dir,
+            "UPDATE objects SET data=? WHERE oid=?",
+            zstandard.ZstdCompressor().compress(b"not what its name says"),
+            blob,
+        )
+        assert tb("fsck").returncode == 0  # only reading the data finds it
+        want = f"object {blob[:12]}: store object {blob[:12]} fails its hash check"
+    elif damage == "metadata":
+        with sqlite3.connect(store_dir / "meta.db") as c:
+            (before,) = c.execute("SELECT before FROM turns WHERE n=2").fetchone()
+            c.execute("DELETE FROM snapshots WHERE id=?", (before,))
+        want = f"turn 2 of session 'agent': snapshot {before[:12]} is missing"
+    else:
+        (store_dir / "journal.json").write_text(json.dumps({"op": "rewind", "pre": None}))
+        want = "journal left behind: an interrupted rewind"
+    r = tb("fsck", "--read-data", check=2)
+    assert any(line.startswith(want) or want in line for line in r.stdout.splitlines()), r.stdout
+    assert "problem(s)" in r.stdout.splitlines()[-1]
+    doc = json.loads(tb("fsck", "--read-data", "--json", check=2).stdout)
+    assert doc["clean"] is False and doc["problems"]
+
+
+def test_the_scan_cache_keeps_what_the_next_snapshot_reuses(
+    ws: takeback.Workspace, ws_dir: Path, tb: CLI
+) -> None:
+    """A scan that took no snapshot (status) leaves its objects named by the cache only.
+
+    gc must keep them: the next snapshot reuses them (unchanged stats) without writing.
+    """
+    write(ws_dir, "a.txt", "one\n")
+    tb("snapshot")
+    time.sleep(1.2)  # out of the racy window, so the cache trusts the file's stat
+    write(ws_dir, "a.txt", "two, seen by status only\n")
+    time.sleep(1.2)
+    tb("status")
+    tb("gc", "--keep-turns", "1", "--keep-days", "0")
+    snap = json.loads(tb("snapshot", "--json").stdout)["id"]
+    assert tb("fsck", "--read-data").returncode == 0
+    assert tb("show", f"{snap}:a.txt").stdout == "two, seen by status only\n"
+
+
+def _wait_for_no_gc(store_dir: Path) -> None:
+    """Wait until no background gc of this store runs (a test leaves no process behind)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        running = []
+        for pid in os.listdir("/proc"):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"--auto" in cmd and os.fsencode(store_dir) in cmd:
+                running.append(pid)
+        if not running:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the background gc did not end")
+
+
+@pytest.mark.parametrize("after", ["command", "hook"])
+def test_gc_runs_by_itself_once_a_day_in_the_background(
+    ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI, after: str
+) -> None:
+    build_history(ws, ws_dir, turns=4)
+    ws.close()
+    tb("config", "--keep-turns", "1", "--keep-days", "0")
+    tb("snapshot")  # a new store's last gc is its creation: not due
+    assert turns_of(store_dir) == [1, 2, 3, 4]
+    yesterday = time.time() - 86400 - 60
+    with sqlite3.connect(store_dir / "meta.db") as c:
+        c.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('gc.last', ?)", (repr(yesterday),)
+        )
+    started = time.monotonic()
+    if after == "command":
+        tb("log")  # any command's work, then gc starts in the background
+    else:
+        payload = {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": "agent",
+            "prompt": "go on",
+            "cwd": str(ws_dir),
+        }
+        assert tb("hook", "claude-code", input=json.dumps(payload).encode()).stdout == ""
+    took = time.monotonic() - started
+    events = store_dir / "events.jsonl"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done = [json.loads(x) for x in events.read_text().splitlines() if '"gc.done"' in x]
+        if done:
+            break
+        time.sleep(0.1)
+    assert done, "gc did not run"
+    _wait_for_no_gc(store_dir)
+    assert took < 10
+    if after == "command":
+        assert done[0]["removed"]["turns"] == 3
+        assert turns_of(store_dir) == [4]
+    else:  # the hook's prompt opened turn 5 before gc ran: the one turn kept
+        assert done[0]["removed"]["turns"] == 4
+        assert turns_of(store_dir) == [5]
+    # Claimed for the day: the next commands start no other gc.
+    tb("log")
+    time.sleep(0.5)
+    assert len([x for x in events.read_text().splitlines() if '"gc.done"' in x]) == 1
+    assert tb("fsck", "--read-data").returncode == 0
+
+
+def test_gc_and_snapshots_at_once_from_two_processes(
+    ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI
+) -> None:
+    rec = build_history(ws, ws_dir, turns=6)
+    ws.close()
+    env = {"TAKEBACK_GC_PAUSE": "0.3"}
+    full_env = {**os.environ, "TAKEBACK_STORE": str(store_dir), "PYTHONPATH": SRC, **env}
+    gc = subprocess.Popen(
+        [sys.executable, "-m", "takeback", "gc", "--keep-turns", "2", "--keep-days", "0"],
+        cwd=ws_dir,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    ids = []
+    try:
+        for i in range(4):
+            write(ws_dir, f"new/{i}.txt", f"written while gc ran {i}\n")
+            ids.append(json.loads(tb("--session", "agent", "snapshot", "--json").stdout)["id"])
+    finally:
+        out, err = gc.communicate(timeout=60)
+    assert gc.returncode == 0, err
+    assert out.startswith("Removed")
+    assert tb("fsck", "--read-data").returncode == 0
+    for i, sid in enumerate(ids):
+        assert tb("show", f"{sid}:new/{i}.txt").stdout == f"written while gc ran {i}\n"
+    with takeback.Workspace(ws_dir, store=store_dir) as w:
+        rec.check(w)
+
+
+def test_a_store_that_does_not_say_when_it_was_made_starts_the_clock(
+    ws_dir: Path, store_dir: Path, tb: CLI
+) -> None:
+    write(ws_dir, "a.txt", "a")
+    tb("snapshot")
+    marker = store_dir / "store.json"
+    info = json.loads(marker.read_text())
+    del info["created_at"]
+    marker.write_text(json.dumps(info))
+    tb("log")
+    with sqlite3.connect(store_dir / "meta.db") as c:
+        (last,) = c.execute("SELECT value FROM meta WHERE key='gc.last'").fetchone()
+    assert abs(float(last) - time.time()) < 60
+    time.sleep(0.3)
+    assert '"gc.done"' not in (store_dir / "events.jsonl").read_text()
