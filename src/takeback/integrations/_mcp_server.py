@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, cast
 
@@ -29,6 +28,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from .. import __version__
 from ..errors import TakebackError
+from ._per_call import PerCall
 
 if TYPE_CHECKING:
     from .. import Session, Workspace
@@ -135,21 +135,10 @@ class _Tools:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self._lock = threading.Lock()
+        self._calls = PerCall(config.root, config.store, config.max_file_bytes)
 
-    @contextmanager
-    def workspace(self) -> Iterator[Workspace]:
-        from .. import Workspace
-
-        with self._lock:
-            kwargs: dict[str, Any] = {"store": self.config.store}
-            if self.config.max_file_bytes is not None:
-                kwargs["max_file_bytes"] = self.config.max_file_bytes
-            ws = Workspace(self.config.root, **kwargs)
-            try:
-                yield ws
-            finally:
-                ws.close()
+    def workspace(self) -> AbstractContextManager[Workspace]:
+        return self._calls.workspace()
 
     def session(self, ws: Workspace, name: str | None) -> Session:
         if name:

@@ -12,16 +12,15 @@ requests in threads, and a store connection belongs to the thread that opened it
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from ._per_call import PerCall
 
 if TYPE_CHECKING:
-    from .. import DiffResult, Session, SnapshotInfo, Workspace
+    from .. import DiffResult, Session, SnapshotInfo, StepInfo, Workspace
 
 #: a file's patch longer than this is named, not sent (the page would choke on it)
 MAX_FILE_PATCH = 400_000
@@ -49,22 +48,11 @@ class UiApi:
 
     def __init__(self, config: UiConfig) -> None:
         self.config = config
-        self._lock = threading.Lock()
+        self._calls = PerCall(config.root, config.store, config.max_file_bytes)
 
-    @contextmanager
-    def workspace(self) -> Iterator[Workspace]:
+    def workspace(self) -> AbstractContextManager[Workspace]:
         """Open the workspace for one call (one call at a time)."""
-        from .. import Workspace
-
-        with self._lock:
-            kwargs: dict[str, Any] = {"store": self.config.store}
-            if self.config.max_file_bytes is not None:
-                kwargs["max_file_bytes"] = self.config.max_file_bytes
-            ws = Workspace(self.config.root, **kwargs)
-            try:
-                yield ws
-            finally:
-                ws.close()
+        return self._calls.workspace()
 
     def store_path(self) -> str:
         """Where the store lives (its event log is what the page follows)."""
@@ -91,25 +79,9 @@ class UiApi:
             snaps = {i.id: i for i in ws.log(s.name)}
             turns = []
             steps = s.steps()
-            for t in s.turns():
-                doc = t.to_json()
-                doc["created_at"] = _time(snaps, t.before)
-                doc["steps"] = [
-                    {
-                        "n": st.n,
-                        "label": st.label,
-                        "command": st.command,
-                        "before": st.before,
-                        "after": st.after,
-                        "exit_code": st.exit_code,
-                        "created_at": _time(snaps, st.before),
-                    }
-                    for st in steps
-                    if st.turn == t.n
-                ]
-                turns.append(doc)
-            loose = [
-                {
+
+            def step_doc(st: StepInfo) -> dict[str, Any]:
+                return {
                     "n": st.n,
                     "label": st.label,
                     "command": st.command,
@@ -118,9 +90,13 @@ class UiApi:
                     "exit_code": st.exit_code,
                     "created_at": _time(snaps, st.before),
                 }
-                for st in steps
-                if st.turn is None
-            ]
+
+            for t in s.turns():
+                doc = t.to_json()
+                doc["created_at"] = _time(snaps, t.before)
+                doc["steps"] = [step_doc(st) for st in steps if st.turn == t.n]
+                turns.append(doc)
+            loose = [step_doc(st) for st in steps if st.turn is None]
             takebacks = [
                 {**op, "message": _op_message(op)} for op in s.operations() if op["pre"]
             ] + [
