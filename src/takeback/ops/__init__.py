@@ -4,37 +4,91 @@ Every operation that writes the workspace builds moves for the one restore engin
 (``_engine``): rewind (``_rewind``), and undo, one-file undo, redo, revert and unrevert
 (``_takeback``), which with ``merge`` replaces a conflict's move by a three-way merge
 (``_merge``). Turns and their change lists are ``_turns``.
+
+Each use case is loaded on first use (``ops.take`` loads ``_snapshot`` alone): a hook call
+or a snapshot does not pay for merges, patches, rewinds and copies it never runs.
 """
 
 from __future__ import annotations
 
-from ._copy import CopyResult, copy_history, verify_objects
-from ._diff import DiffResult, FileDiff, diff, read_entry, turn_diff
-from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
-from ._refs import Resolved, resolve
-from ._rewind import RewindOutcome, rewind
-from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
-from ._takeback import (
-    MergeOption,
-    TurnOpResult,
-    recorded_state,
-    redo,
-    revert,
-    undo,
-    undo_file,
-    unrevert,
-)
-from ._treediff import diff_trees, lookup, under
-from ._turns import (
-    begin_turn,
-    end_turn,
-    finish_open_steps,
-    join_command,
-    measure_turn,
-    open_turn,
-    read_state,
-    touch,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._copy import CopyResult, copy_history, verify_objects
+    from ._diff import DiffResult, FileDiff, diff, read_entry, turn_diff
+    from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
+    from ._refs import Resolved, resolve
+    from ._rewind import RewindOutcome, rewind
+    from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
+    from ._takeback import (
+        MergeOption,
+        TurnOpResult,
+        recorded_state,
+        redo,
+        revert,
+        undo,
+        undo_file,
+        unrevert,
+    )
+    from ._treediff import diff_trees, lookup, under
+    from ._turns import (
+        begin_turn,
+        end_turn,
+        finish_open_steps,
+        join_command,
+        measure_turn,
+        open_turn,
+        read_state,
+        touch,
+    )
+
+#: public name -> the submodule that holds it
+_WHERE = {
+    "CopyResult": "_copy",
+    "DEFAULT_MAX_FILE_BYTES": "_snapshot",
+    "DiffResult": "_diff",
+    "FileDiff": "_diff",
+    "LineStat": "_patch",
+    "MergeOption": "_takeback",
+    "Options": "_snapshot",
+    "Recording": "_snapshot",
+    "Resolved": "_refs",
+    "RewindOutcome": "_rewind",
+    "TextDiff": "_patch",
+    "TurnOpResult": "_takeback",
+    "begin_turn": "_turns",
+    "copy_history": "_copy",
+    "diff": "_diff",
+    "diff_trees": "_treediff",
+    "end_turn": "_turns",
+    "finish_open_steps": "_turns",
+    "is_binary": "_patch",
+    "join_command": "_turns",
+    "line_counts": "_patch",
+    "line_stat": "_patch",
+    "lookup": "_treediff",
+    "measure_turn": "_turns",
+    "open_turn": "_turns",
+    "quote_path": "_patch",
+    "read_entry": "_diff",
+    "read_state": "_turns",
+    "record": "_snapshot",
+    "recorded_state": "_takeback",
+    "redo": "_takeback",
+    "resolve": "_refs",
+    "revert": "_takeback",
+    "rewind": "_rewind",
+    "scan": "_snapshot",
+    "take": "_snapshot",
+    "text_diff": "_patch",
+    "touch": "_turns",
+    "turn_diff": "_diff",
+    "under": "_treediff",
+    "undo": "_takeback",
+    "undo_file": "_takeback",
+    "unrevert": "_takeback",
+    "verify_objects": "_copy",
+}
 
 __all__ = [
     "CopyResult",
@@ -82,3 +136,18 @@ __all__ = [
     "undo_file",
     "unrevert",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{where}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

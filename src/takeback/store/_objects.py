@@ -27,13 +27,15 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import StoreCorruptError
 from ..model import Tree, decode_tree
 from ._sqlite import Tx, columns, damaged
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects(
@@ -243,6 +245,8 @@ class PackedObjects:
         if self._writer is not None or not self.write_behind_ok:
             yield
             return
+        from concurrent.futures import ThreadPoolExecutor  # and logging: only when used
+
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="takeback-write")
         try:
             yield
