@@ -100,6 +100,8 @@ class PackedObjects:
         self._inflight: dict[str, _Pending] = {}
         self._inflight_unchecked: set[str] = set()
         self._writer: ThreadPoolExecutor | None = None
+        #: inside :meth:`write_behind`: batches go to the writer thread (made on first use)
+        self._behind = False
         self._writing: Future[None] | None = None
 
     # -- rows (one store's dialect) --------------------------------------------------
@@ -242,20 +244,22 @@ class PackedObjects:
         flight is waited for (what is pending stays pending) and the thread ends, so the
         process may fork again.
         """
-        if self._writer is not None or not self.write_behind_ok:
+        if self._behind or not self.write_behind_ok:
             yield
             return
-        from concurrent.futures import ThreadPoolExecutor  # and logging: only when used
-
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="takeback-write")
+        # The thread is made when the first batch is sent: a snapshot that stores
+        # nothing new (nothing changed) neither starts it nor loads concurrent.futures.
+        self._behind = True
         try:
             yield
         finally:
             try:
                 self._settle()
             finally:
-                self._writer.shutdown(wait=True)
-                self._writer = None
+                self._behind = False
+                if self._writer is not None:
+                    self._writer.shutdown(wait=True)
+                    self._writer = None
 
     def _send(self) -> None:
         """Hand the pending batch to the writer (or commit it here, without one)."""
@@ -264,6 +268,10 @@ class PackedObjects:
         rows = [(oid, *p) for oid, p in self._pending.items()]
         batch, unchecked = self._pending, self._unchecked
         self._pending, self._unchecked, self._pending_bytes = {}, set(), 0
+        if self._writer is None and self._behind:
+            from concurrent.futures import ThreadPoolExecutor  # and logging: when used
+
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="takeback-write")
         if self._writer is None:
             # Written or not, these are dropped: a failed batch fails its snapshot, and
             # nothing may refer to objects that were never committed.
