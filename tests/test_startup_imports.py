@@ -17,6 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+import pytest
+
+from takeback.integrations._data_dir import user_data_dir
+from takeback.store import default_store_path
 from tests._service import running_service
 
 #: Imported by no hook call and no snapshot: the merge, the UI, the MCP server, the
@@ -56,21 +61,27 @@ sys.exit(code)
 
 
 def _run(
-    argv: list[str], store: Path, tmp_path: Path, stdin: bytes = b""
+    argv: list[str],
+    store: Path | None,
+    tmp_path: Path,
+    stdin: bytes = b"",
+    *,
+    cwd: Path | None = None,
 ) -> tuple[subprocess.CompletedProcess[bytes], set[str]]:
-    """Run ``takeback *argv`` in a new process; return it and the modules it had loaded."""
-    out = tmp_path / "modules.json"
-    env = {
-        **os.environ,
-        "TAKEBACK_STORE": str(store),
-        "TAKEBACK_HOOK_DEBUG": "1",
-        "TB_MODULES_OUT": str(out),
-    }
+    """Run ``takeback *argv`` in a new process; return it and the modules it had loaded.
+
+    ``store`` None: the workspace's default store, in the XDG data folder.
+    """
+    out = tmp_path / "modules.txt"
+    env = {**os.environ, "TAKEBACK_HOOK_DEBUG": "1", "TB_MODULES_OUT": str(out)}
+    if store is not None:
+        env["TAKEBACK_STORE"] = str(store)
     proc = subprocess.run(
         [sys.executable, "-c", _RUN, *argv],
         input=stdin,
         capture_output=True,
         env=env,
+        cwd=cwd,
         check=False,
         timeout=60,
     )
@@ -139,3 +150,61 @@ def test_version_and_the_cli_package_import_almost_nothing(tmp_path: Path) -> No
     assert proc.stdout.decode().startswith("takeback ")
     assert sorted(m for m in modules if m.startswith("takeback")) == ["takeback", "takeback.cli"]
     assert sorted(modules & {"argparse", "sqlite3", "dataclasses", "json"}) == []
+
+
+def test_a_default_store_is_found_without_platformdirs(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    _run(["snapshot", "--root", str(ws)], None, tmp_path)
+    proc, modules = _run(["status", "--json"], None, tmp_path, cwd=ws)
+    assert json.loads(proc.stdout)["changes"] == []
+    assert "platformdirs" not in modules
+    store = Path(default_store_path(str(ws), platformdirs.user_data_dir("takeback", False)))
+    assert (store / "store.json").is_file()
+
+    doc = {"session_id": "s", "cwd": str(ws), "hook_event_name": "UserPromptSubmit", "prompt": "go"}
+    _proc, modules = _run(["hook", "claude-code"], None, tmp_path, json.dumps(doc).encode())
+    assert "turn 1 begun" in (store / "hook.log").read_text()
+    assert "platformdirs" not in modules
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"XDG_DATA_HOME": "/x/data", "HOME": "/home/u"},
+        {"XDG_DATA_HOME": "/x/data/", "HOME": "/home/u"},
+        {"XDG_DATA_HOME": "", "HOME": "/home/u"},
+        {"HOME": "/home/u"},
+        {"HOME": "/home/u/"},
+        {"HOME": "/"},
+        {"HOME": "//"},
+    ],
+)
+def test_the_data_folder_read_quickly_is_the_one_platformdirs_gives(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in ("XDG_DATA_HOME", "HOME", "ANDROID_DATA"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    got = user_data_dir(env, "linux")
+    assert got is not None
+    if sys.platform == "linux":
+        assert got == platformdirs.user_data_dir("takeback", appauthor=False)
+
+
+@pytest.mark.parametrize(
+    ("env", "platform"),
+    [
+        ({"XDG_DATA_HOME": "relative", "HOME": "/home/u"}, "linux"),
+        ({"XDG_DATA_HOME": " /x", "HOME": "/home/u"}, "linux"),
+        ({"HOME": "relative"}, "linux"),
+        ({}, "linux"),
+        ({"HOME": "/home/u", "ANDROID_DATA": "/data"}, "linux"),
+        ({"HOME": "/home/u"}, "darwin"),
+        ({"HOME": "/home/u"}, "win32"),
+    ],
+)
+def test_other_cases_are_left_to_platformdirs(env: dict[str, str], platform: str) -> None:
+    assert user_data_dir(env, platform) is None
