@@ -138,15 +138,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+if not TYPE_CHECKING:  # hidden from mypy, which then checks every ``ops.name`` strictly
 
-    value = getattr(importlib.import_module(f".{where}", __name__), name)
-    globals()[name] = value
-    return value
+    def __getattr__(name: str) -> Any:
+        where = _WHERE.get(name)
+        if where is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(f".{where}", __name__), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:
