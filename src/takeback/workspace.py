@@ -11,14 +11,14 @@ import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import ops
 from ._fs import to_rel
 from ._session import Session, Step, Turn
 from .errors import PathError, ScanError, StoreMissingError, TakebackError, UsageError
 from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
-from .ops import DiffResult, FileDiff, Options, Resolved
+from .ops import Options
 from .store import (
     FolderStore,
     Store,
@@ -32,6 +32,9 @@ from .store import (
     rehome,
     release_reserve,
 )
+
+if TYPE_CHECKING:
+    from .ops import DiffResult, FileDiff, Resolved
 
 DEFAULT_SESSION = "default"
 

@@ -152,13 +152,17 @@ class Ctx:
             "TAKEBACK_SESSION"
         )
         self.max_file_bytes: int | None = getattr(args, "max_file_bytes", None)
+        from ..integrations._data_dir import user_data_dir
+
+        #: where default stores live (None: the library asks platformdirs)
+        self.data_dir = user_data_dir(os.environ)
         if given_root:
             self.root: str = given_root
         else:
             # Like git from a subfolder: the recorded workspace this folder lies in.
             from .. import find_root
 
-            self.root = find_root(self.cwd, store=self.store)
+            self.root = find_root(self.cwd, store=self.store, data_dir=self.data_dir)
         self._ws: Workspace | None = None
 
     def workspace(self) -> Workspace:
@@ -166,7 +170,7 @@ class Ctx:
         if self._ws is None:
             from .. import Workspace
 
-            kwargs: dict[str, Any] = {"store": self.store}
+            kwargs: dict[str, Any] = {"store": self.store, "data_dir": self.data_dir}
             if self.max_file_bytes is not None:
                 kwargs["max_file_bytes"] = self.max_file_bytes
             self._ws = Workspace(self.root, **kwargs)

@@ -13,13 +13,14 @@ call starts quickly and a bad option is logged instead of ending in argparse's e
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import argparse
+
     from ..integrations._claude_hook import Deadline, HookCall
     from ._app import Ctx
 

@@ -589,12 +589,17 @@ class HookCall:
         self.problems: list[str] = []
 
 
-def _make_workspace(root: str, store: str | None, max_file_bytes: int | None) -> Workspace:
+def _make_workspace(
+    root: str, store: str | None, max_file_bytes: int | None, env: Mapping[str, str]
+) -> Workspace:
     from .. import Workspace
+    from ._data_dir import user_data_dir
 
+    # Read from the environment here: asking platformdirs costs each call its import.
+    data_dir = user_data_dir(env)
     if max_file_bytes is not None:
-        return Workspace(root, store=store, max_file_bytes=max_file_bytes)
-    return Workspace(root, store=store)
+        return Workspace(root, store=store, data_dir=data_dir, max_file_bytes=max_file_bytes)
+    return Workspace(root, store=store, data_dir=data_dir)
 
 
 def run(
@@ -625,7 +630,7 @@ def run(
         payload = parse_payload(raw)
         if deadline is not None:
             deadline.payload = payload
-        ws = _make_workspace(choose_root(payload, call.root, env), store, call.max_file_bytes)
+        ws = _make_workspace(choose_root(payload, call.root, env), store, call.max_file_bytes, env)
         log_dir = ws.store_path
         if deadline is not None:
             deadline.log_dir = log_dir
@@ -726,7 +731,7 @@ def _fallback_log_dir(
     except UsageError:
         root = os.getcwd()
     try:
-        return _make_workspace(root, None, None).store_path
+        return _make_workspace(root, None, None, env).store_path
     except TakebackError:
         import platformdirs
 

@@ -34,7 +34,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import ServicePaths, Watcher, ask_service
+from .. import ServicePaths, ask_service
 
 #: Seconds without a question after which the service exits.
 QUIET_EXIT = 30 * 60.0
@@ -222,6 +222,8 @@ class _Service:
         self.full_every = full_every
         self.faults = faults
         self.id = os.urandom(8).hex()
+        from .. import Watcher  # inotify: loaded by the service, never by a hook call
+
         self.watcher = Watcher(root, exclude=[store_path])
         self.started = time.time()
         self.last_query = time.monotonic()

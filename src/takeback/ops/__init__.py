@@ -6,64 +6,142 @@ Every operation that writes the workspace builds moves for the one restore engin
 (``_merge``). Turns and their change lists are ``_turns``. What the store keeps, gc
 and purge are ``_gc``; checking and measuring the store, ``_fsck``; copying a history
 between stores, ``_copy``.
+
+Each use case is loaded on first use (``ops.take`` loads ``_snapshot`` alone): a hook call
+or a snapshot does not pay for merges, patches, rewinds and copies it never runs.
 """
 
 from __future__ import annotations
 
-from ._copy import CopyResult, copy_history, verify_objects
-from ._diff import DiffResult, FileDiff, diff, read_entry, turn_diff
-from ._fsck import DuResult, FsckResult, SessionUsage, du, fsck
-from ._gc import (
-    LAST_GC,
-    GcResult,
-    Policy,
-    check_policy,
-    claim_auto_gc,
-    gc,
-    last_gc,
-    read_policy,
-    write_policy,
-)
-from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
-from ._refs import Resolved, resolve
-from ._rewind import RewindOutcome, rewind
-from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
-from ._takeback import (
-    MergeOption,
-    TurnOpResult,
-    recorded_state,
-    redo,
-    revert,
-    undo,
-    undo_file,
-    unrevert,
-)
-from ._treediff import diff_trees, lookup, under
-from ._turns import (
-    begin_turn,
-    end_turn,
-    finish_open_steps,
-    join_command,
-    measure_turn,
-    open_turn,
-    read_state,
-    shared_lock,
-    touch,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._copy import CopyResult, copy_history, verify_objects
+    from ._diff import DiffResult, FileDiff, diff, read_entry, turn_diff
+    from ._fsck import DuResult, FsckResult, SessionUsage, du, fsck
+    from ._gc import (
+        LAST_GC,
+        GcResult,
+        Policy,
+        check_policy,
+        claim_auto_gc,
+        gc,
+        last_gc,
+        read_policy,
+        write_policy,
+    )
+    from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
+    from ._refs import Resolved, resolve
+    from ._rewind import RewindOutcome, rewind
+    from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
+    from ._takeback import (
+        MergeOption,
+        TurnOpResult,
+        recorded_state,
+        redo,
+        revert,
+        undo,
+        undo_file,
+        unrevert,
+    )
+    from ._treediff import diff_trees, lookup, under
+    from ._turns import (
+        begin_turn,
+        end_turn,
+        finish_open_steps,
+        join_command,
+        measure_turn,
+        open_turn,
+        read_state,
+        shared_lock,
+        touch,
+    )
+
+#: public name -> the submodule that holds it
+_WHERE = {
+    "DuResult": "_fsck",
+    "FsckResult": "_fsck",
+    "SessionUsage": "_fsck",
+    "du": "_fsck",
+    "fsck": "_fsck",
+    "LAST_GC": "_gc",
+    "GcResult": "_gc",
+    "Policy": "_gc",
+    "check_policy": "_gc",
+    "claim_auto_gc": "_gc",
+    "gc": "_gc",
+    "last_gc": "_gc",
+    "read_policy": "_gc",
+    "write_policy": "_gc",
+    "shared_lock": "_turns",
+    "CopyResult": "_copy",
+    "DEFAULT_MAX_FILE_BYTES": "_snapshot",
+    "DiffResult": "_diff",
+    "FileDiff": "_diff",
+    "LineStat": "_patch",
+    "MergeOption": "_takeback",
+    "Options": "_snapshot",
+    "Recording": "_snapshot",
+    "Resolved": "_refs",
+    "RewindOutcome": "_rewind",
+    "TextDiff": "_patch",
+    "TurnOpResult": "_takeback",
+    "begin_turn": "_turns",
+    "copy_history": "_copy",
+    "diff": "_diff",
+    "diff_trees": "_treediff",
+    "end_turn": "_turns",
+    "finish_open_steps": "_turns",
+    "is_binary": "_patch",
+    "join_command": "_turns",
+    "line_counts": "_patch",
+    "line_stat": "_patch",
+    "lookup": "_treediff",
+    "measure_turn": "_turns",
+    "open_turn": "_turns",
+    "quote_path": "_patch",
+    "read_entry": "_diff",
+    "read_state": "_turns",
+    "record": "_snapshot",
+    "recorded_state": "_takeback",
+    "redo": "_takeback",
+    "resolve": "_refs",
+    "revert": "_takeback",
+    "rewind": "_rewind",
+    "scan": "_snapshot",
+    "take": "_snapshot",
+    "text_diff": "_patch",
+    "touch": "_turns",
+    "turn_diff": "_diff",
+    "under": "_treediff",
+    "undo": "_takeback",
+    "undo_file": "_takeback",
+    "unrevert": "_takeback",
+    "verify_objects": "_copy",
+}
 
 __all__ = [
+    "DuResult",
+    "FsckResult",
+    "SessionUsage",
+    "du",
+    "fsck",
+    "LAST_GC",
+    "GcResult",
+    "Policy",
+    "check_policy",
+    "claim_auto_gc",
+    "gc",
+    "last_gc",
+    "read_policy",
+    "write_policy",
+    "shared_lock",
     "CopyResult",
     "copy_history",
     "verify_objects",
     "DEFAULT_MAX_FILE_BYTES",
     "DiffResult",
-    "DuResult",
     "FileDiff",
-    "FsckResult",
-    "LAST_GC",
-    "GcResult",
-    "Policy",
-    "SessionUsage",
     "LineStat",
     "MergeOption",
     "Options",
@@ -73,18 +151,12 @@ __all__ = [
     "RewindOutcome",
     "TurnOpResult",
     "begin_turn",
-    "check_policy",
-    "claim_auto_gc",
     "diff",
-    "du",
     "diff_trees",
     "end_turn",
     "finish_open_steps",
-    "fsck",
-    "gc",
     "is_binary",
     "join_command",
-    "last_gc",
     "line_counts",
     "line_stat",
     "measure_turn",
@@ -92,7 +164,6 @@ __all__ = [
     "open_turn",
     "quote_path",
     "read_entry",
-    "read_policy",
     "read_state",
     "record",
     "recorded_state",
@@ -101,7 +172,6 @@ __all__ = [
     "revert",
     "rewind",
     "scan",
-    "shared_lock",
     "take",
     "text_diff",
     "touch",
@@ -110,5 +180,21 @@ __all__ = [
     "undo",
     "undo_file",
     "unrevert",
-    "write_policy",
 ]
+
+
+if not TYPE_CHECKING:  # hidden from mypy, which then checks every ``ops.name`` strictly
+
+    def __getattr__(name: str) -> Any:
+        where = _WHERE.get(name)
+        if where is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(f".{where}", __name__), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

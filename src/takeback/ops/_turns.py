@@ -41,9 +41,6 @@ from ..model import (
     encode_state,
 )
 from ..store import ChangeRow, Store
-from ._engine import same
-from ._patch import line_stat
-from ._rewind import target_scope
 from ._snapshot import Options, Recording, take
 from ._treediff import diff_trees
 
@@ -246,6 +243,8 @@ def join_command(
     Returns:
         (path, before, after) of every path that differs and joined the turn.
     """
+    from ._engine import same  # loaded here: a hook call that changed nothing skips it
+
     store, opts = rec.store, rec.options
     # A path whose kind changed comes twice from diff_trees (the old entry going, the new
     # one coming): one change, from the first's old to the last's new.
@@ -266,6 +265,8 @@ def join_command(
         if p in restored and same(decode_state(restored[p]), b):
             continue
         if a is None:
+            from ._rewind import target_scope
+
             scope = scope or target_scope(store, opts, before_tree)
             if scope.ignored(p, is_dir=b is not None and b.kind == DIR, index=False):
                 continue
@@ -304,6 +305,9 @@ def end_turn(rec: Recording, session: str, turn: int) -> list[Change]:
 
 def _change_rows(store: Store, opts: Options, session: str, turn: int) -> list[ChangeRow]:
     """The change list's rows: each touched path read again, kept where it differs."""
+    from ._engine import same
+    from ._patch import line_stat
+
     rows = []
     for path, kept in sorted(store.meta.touches(session, turn).items()):
         before = decode_state(kept.state)

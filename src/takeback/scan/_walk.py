@@ -38,15 +38,17 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._fs import TMP_PREFIX, allow_deep_trees, open_regular, read_regular
 from ..errors import ScanError
 from ..model import DIR, FILE, LARGE, LINK, UNREADABLE, Entry, Tree, encode_tree
 from ._gitindex import GitIndex, common_git_dir, resolve_git_dir
 from ._ignore import IgnoreRules
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 #: How close to the scan's start a timestamp may be before it is not trusted.
 GRANULARITY_NS = 1_000_000_000
@@ -763,6 +765,8 @@ class Scanner:
         futures: dict[str, Future[list[Any]]] = {}
         if todo:
             if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor  # and logging: only when used
+
                 self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="takeback-read")
             chunk: list[tuple[str, str, os.stat_result, bool]] = []
             size = 0

@@ -28,13 +28,15 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import StoreCorruptError, StoreError
 from ..model import Tree, decode_tree
 from ._sqlite import Tx, checkpoint, columns, damaged
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects(
@@ -118,6 +120,8 @@ class PackedObjects:
         self._inflight: dict[str, _Pending] = {}
         self._inflight_unchecked: set[str] = set()
         self._writer: ThreadPoolExecutor | None = None
+        #: inside :meth:`write_behind`: batches go to the writer thread (made on first use)
+        self._behind = False
         self._writing: Future[None] | None = None
 
     # -- rows (one store's dialect) --------------------------------------------------
@@ -260,18 +264,22 @@ class PackedObjects:
         flight is waited for (what is pending stays pending) and the thread ends, so the
         process may fork again.
         """
-        if self._writer is not None or not self.write_behind_ok:
+        if self._behind or not self.write_behind_ok:
             yield
             return
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="takeback-write")
+        # The thread is made when the first batch is sent: a snapshot that stores
+        # nothing new (nothing changed) neither starts it nor loads concurrent.futures.
+        self._behind = True
         try:
             yield
         finally:
             try:
                 self._settle()
             finally:
-                self._writer.shutdown(wait=True)
-                self._writer = None
+                self._behind = False
+                if self._writer is not None:
+                    self._writer.shutdown(wait=True)
+                    self._writer = None
 
     def _send(self) -> None:
         """Hand the pending batch to the writer (or commit it here, without one)."""
@@ -280,6 +288,10 @@ class PackedObjects:
         rows = [(oid, *p) for oid, p in self._pending.items()]
         batch, unchecked = self._pending, self._unchecked
         self._pending, self._unchecked, self._pending_bytes = {}, set(), 0
+        if self._writer is None and self._behind:
+            from concurrent.futures import ThreadPoolExecutor  # and logging: when used
+
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="takeback-write")
         if self._writer is None:
             # Written or not, these are dropped: a failed batch fails its snapshot, and
             # nothing may refer to objects that were never committed.

@@ -1,0 +1,210 @@
+"""What a hook call and a snapshot import: only what they run, never the heavy parts.
+
+Every hook call and every ``takeback snapshot`` is a new Python process, and with the
+watching service running its start-up and imports are most of what it costs. These tests
+run the real command in a subprocess, on a real workspace with the service running, and
+read ``sys.modules`` when it is done: no timing, so they hold on a busy machine too. Each
+also checks that the call did its work (a hook call that failed early would import
+nothing and prove nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+import pytest
+
+from takeback.integrations._data_dir import user_data_dir
+from takeback.store import default_store_path
+from tests._service import running_service
+
+#: Imported by no hook call and no snapshot: the merge, the UI, the MCP server, the
+#: PostgreSQL driver, the watcher (inotify, loaded by the service process alone).
+NEVER = {
+    "merge3",
+    "rich",
+    "mcp",
+    "psycopg",
+    "inotify_simple",
+    "watchfiles",
+    "takeback.ops._merge",
+    "takeback.ops._takeback",
+    "takeback.ops._rewind",
+    "takeback.ops._copy",
+    "takeback.ops._diff",
+    "takeback.scan._watcher",
+    "takeback.store._pg",
+    "takeback.integrations._claude_settings",
+    "takeback.integrations._mcp_server",
+    "takeback.integrations._ui_api",
+    "takeback.integrations._ui_server",
+    "takeback.integrations._watch",
+}
+#: Besides, a hook call needs no argument parser and no diff text.
+NOT_IN_HOOKS = NEVER | {"argparse", "takeback.cli._app", "takeback.ops._patch"}
+
+_RUN = """
+import os, sys
+from takeback.cli import main
+code = main(sys.argv[1:])
+loaded = sorted(sys.modules)
+with open(os.environ["TB_MODULES_OUT"], "w") as f:
+    f.write("\\n".join(loaded))
+sys.exit(code)
+"""
+
+
+def _run(
+    argv: list[str],
+    store: Path | None,
+    tmp_path: Path,
+    stdin: bytes = b"",
+    *,
+    cwd: Path | None = None,
+) -> tuple[subprocess.CompletedProcess[bytes], set[str]]:
+    """Run ``takeback *argv`` in a new process; return it and the modules it had loaded.
+
+    ``store`` None: the workspace's default store, in the XDG data folder.
+    """
+    out = tmp_path / "modules.txt"
+    env = {**os.environ, "TAKEBACK_HOOK_DEBUG": "1", "TB_MODULES_OUT": str(out)}
+    if store is not None:
+        env["TAKEBACK_STORE"] = str(store)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN, *argv],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        cwd=cwd,
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    modules = set(out.read_text().splitlines())
+    out.unlink()
+    return proc, modules
+
+
+def _hook(ws: Path, store: Path, tmp_path: Path, payload: dict[str, Any]) -> tuple[str, set[str]]:
+    """Make a hook call; return what it logged that it did, and the modules it loaded."""
+    log = store / "hook.log"
+    before = log.read_text() if log.exists() else ""
+    doc = {"session_id": "s", "cwd": str(ws), **payload}
+    _proc, modules = _run(["hook", "claude-code"], store, tmp_path, json.dumps(doc).encode())
+    added = log.read_text()[len(before) :]
+    return added, modules
+
+
+def test_hook_calls_and_snapshots_load_only_what_they_run(tmp_path: Path) -> None:
+    ws, store = tmp_path / "ws", tmp_path / "store"
+    ws.mkdir()
+    for i in range(20):
+        (ws / f"f{i}.txt").write_text(f"{i}\n")
+    _run(["snapshot", "--root", str(ws)], store, tmp_path)
+    with running_service(ws, store):
+        _run(["snapshot", "--root", str(ws)], store, tmp_path)  # the service's first mark
+
+        proc, modules = _run(["snapshot", "--root", str(ws), "--json"], store, tmp_path)
+        assert json.loads(proc.stdout)["scan"]["mode"] == "service"
+        assert "takeback.scan._service" in modules
+        assert sorted(modules & NEVER) == []
+
+        _hook(ws, store, tmp_path, {"hook_event_name": "UserPromptSubmit", "prompt": "go"})
+        bash = {"tool_name": "Bash", "tool_use_id": "b1", "tool_input": {"command": "make"}}
+        done, modules = _hook(ws, store, tmp_path, {"hook_event_name": "PreToolUse", **bash})
+        assert "ok in" in done and "step" in done and "begun" in done, done
+        assert "takeback.ops._snapshot" in modules
+        assert sorted(modules & NOT_IN_HOOKS) == []
+        # Nothing changed since the prompt's snapshot: nothing to compress or write.
+        assert sorted(modules & {"zstandard", "concurrent.futures"}) == []
+
+        (ws / "f1.txt").write_text("changed\n")
+        (ws / "new.txt").write_text("new\n")
+        done, modules = _hook(ws, store, tmp_path, {"hook_event_name": "PostToolUse", **bash})
+        assert "ok in" in done and "2 path(s) changed" in done, done
+        # A created path is checked against the ignore rules of the step's start, whose
+        # scope the rewind module builds: that much of it is needed here.
+        assert sorted(modules & NOT_IN_HOOKS) == ["takeback.ops._rewind"]
+
+        write = {
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_use_id": "w1",
+            "tool_input": {"file_path": str(ws / "f2.txt"), "content": "x"},
+        }
+        done, modules = _hook(ws, store, tmp_path, write)
+        assert "ok in" in done and "touched f2.txt" in done, done
+        assert sorted(modules & NOT_IN_HOOKS) == []
+        # A file tool's call reads one file: no snapshot, no service client, no engine.
+        assert sorted(modules & {"takeback.scan._service", "takeback.ops._engine"}) == []
+
+
+def test_version_and_the_cli_package_import_almost_nothing(tmp_path: Path) -> None:
+    proc, modules = _run(["--version"], tmp_path / "store", tmp_path)
+    assert proc.stdout.decode().startswith("takeback ")
+    assert sorted(m for m in modules if m.startswith("takeback")) == ["takeback", "takeback.cli"]
+    assert sorted(modules & {"argparse", "sqlite3", "dataclasses", "json"}) == []
+
+
+def test_a_default_store_is_found_without_platformdirs(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    _run(["snapshot", "--root", str(ws)], None, tmp_path)
+    proc, modules = _run(["status", "--json"], None, tmp_path, cwd=ws)
+    assert json.loads(proc.stdout)["changes"] == []
+    assert "platformdirs" not in modules
+    store = Path(default_store_path(str(ws), platformdirs.user_data_dir("takeback", False)))
+    assert (store / "store.json").is_file()
+
+    doc = {"session_id": "s", "cwd": str(ws), "hook_event_name": "UserPromptSubmit", "prompt": "go"}
+    _proc, modules = _run(["hook", "claude-code"], None, tmp_path, json.dumps(doc).encode())
+    assert "turn 1 begun" in (store / "hook.log").read_text()
+    assert "platformdirs" not in modules
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"XDG_DATA_HOME": "/x/data", "HOME": "/home/u"},
+        {"XDG_DATA_HOME": "/x/data/", "HOME": "/home/u"},
+        {"XDG_DATA_HOME": "", "HOME": "/home/u"},
+        {"HOME": "/home/u"},
+        {"HOME": "/home/u/"},
+        {"HOME": "/"},
+        {"HOME": "//"},
+    ],
+)
+def test_the_data_folder_read_quickly_is_the_one_platformdirs_gives(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in ("XDG_DATA_HOME", "HOME", "ANDROID_DATA"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    got = user_data_dir(env, "linux")
+    assert got is not None
+    if sys.platform == "linux":
+        assert got == platformdirs.user_data_dir("takeback", appauthor=False)
+
+
+@pytest.mark.parametrize(
+    ("env", "platform"),
+    [
+        ({"XDG_DATA_HOME": "relative", "HOME": "/home/u"}, "linux"),
+        ({"XDG_DATA_HOME": " /x", "HOME": "/home/u"}, "linux"),
+        ({"HOME": "relative"}, "linux"),
+        ({}, "linux"),
+        ({"HOME": "/home/u", "ANDROID_DATA": "/data"}, "linux"),
+        ({"HOME": "/home/u"}, "darwin"),
+        ({"HOME": "/home/u"}, "win32"),
+    ],
+)
+def test_other_cases_are_left_to_platformdirs(env: dict[str, str], platform: str) -> None:
+    assert user_data_dir(env, platform) is None
