@@ -10,6 +10,8 @@ generation), and fsck finding rows that are gone from the database.
 from __future__ import annotations
 
 import os
+import random
+import signal
 import subprocess
 import sys
 import time
@@ -18,9 +20,11 @@ from pathlib import Path
 import pytest
 
 import takeback
+from takeback.ops._gc import Policy, plan
 
+from ._gc import build_history
 from ._postgres import PgServer, pg_server, pg_url
-from .conftest import write
+from .conftest import SRC, write
 
 __all__ = ["pg_server", "pg_url"]
 
@@ -130,3 +134,59 @@ def test_fsck_finds_rows_gone_from_the_database(pg_url: str, tmp_path: Path) -> 
         problems = ws.fsck().problems
     assert any(f"object {blob[:12]} of /a.txt is missing" in p for p in problems), problems
     assert any(f"tree {sub[:12]} is missing" in p for p in problems), problems
+
+
+#: kills of gc on the database (tests/test_gc_crash.py kills it 20 times on a folder store)
+CRASH_RUNS = 6
+
+
+def test_gc_killed_at_random_moments_on_the_database_loses_nothing_kept(
+    pg_server: PgServer, tmp_path: Path
+) -> None:
+    """As tests/test_gc_crash.py, each run on a copy of one recorded database.
+
+    A kill drops gc's connection: the database rolls back the statement under way and
+    releases the advisory lock with it.
+    """
+    import psycopg
+
+    name = f"gccrash{os.getpid()}"
+    template = pg_server.create_db(name)
+    root, home = tmp_path / "ws", tmp_path / "home"
+    root.mkdir()
+    with takeback.Workspace(root, store=template, data_dir=str(home)) as ws:
+        rec = build_history(ws, root, turns=10, files=20)
+        doomed = set(plan(ws.open_store(), Policy(keep_turns=2, keep_days=0.0)).snapshots)
+        must_keep = {s.id for s in ws.log()} - doomed
+    assert doomed and must_keep
+    rng = random.Random(int(os.environ.get("TAKEBACK_CRASH_SEED") or 7))
+    env = {**os.environ, "PYTHONPATH": SRC, "TAKEBACK_GC_PAUSE": "0.12"}
+    outcomes = []
+    for run in range(CRASH_RUNS):
+        with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}_{run}" TEMPLATE "{name}"'.encode())
+        copy = pg_server.url(f"{name}_{run}")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "takeback", "gc", "--keep-turns", "2", "--keep-days", "0"],
+            cwd=root,
+            env={**env, "TAKEBACK_STORE": copy, "XDG_DATA_HOME": str(tmp_path / "gc-home")},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(rng.uniform(0.3, 1.2))
+        proc.send_signal(signal.SIGKILL)
+        _out, err = proc.communicate(timeout=60)
+        steps = [line.rsplit(" ", 1)[-1] for line in err.splitlines() if "gc:" in line]
+        outcomes.append(steps[-1] if steps else "start")
+        with takeback.Workspace(root, store=copy, data_dir=str(home)) as ws:
+            check = ws.fsck(read_data=True)
+            assert check.clean, (run, steps, check.problems)
+            assert must_keep <= set(rec.check(ws)), (run, steps)
+            ws.gc(keep_turns=2, keep_days=0)
+            assert ws.fsck(read_data=True).clean
+            assert {s.id for s in ws.log()} == must_keep
+            rec.check(ws)
+        assert pg_server.held_advisory_locks(f"{name}_{run}") == 0
+    print(outcomes)
+    assert len(set(outcomes)) >= 2, outcomes
