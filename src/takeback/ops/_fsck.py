@@ -206,7 +206,11 @@ class SessionUsage:
 
 @dataclass
 class DuResult:
-    """The store's size, per session, and what gc would free under the policy."""
+    """The store's size, per session, and what gc would free under the policy.
+
+    ``path`` is where the history lives (``Store.url``: the folder, or the database's
+    address and the workspace's key).
+    """
 
     path: str
     disk: int
@@ -278,7 +282,7 @@ def du(store: Store, policy: Policy) -> DuResult:
             )
         p = plan(store, policy)
     return DuResult(
-        path=store.path,
+        path=store.url,
         disk=store.size_on_disk(),
         files=store.size_by_part(),
         objects=len(index),
