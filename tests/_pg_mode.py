@@ -32,6 +32,11 @@ FOLDER_ONLY = {
     # tests/test_postgres_servers.py runs processes at once on a database.
     "test_several_processes_share_one_store": "its processes are given the folder store",
     "test_two_undos_at_once_take_back_two_turns": "its processes are given the folder store",
+    # gc's suites (tests/test_postgres_gc.py checks fsck on a database's rows)
+    "test_fsck_finds_each_kind_of_damage": "damages objects.db and meta.db with SQLite",
+    "test_a_store_that_does_not_say_when_it_was_made_starts_the_clock": (
+        "edits the store folder's store.json"
+    ),
 }
 
 

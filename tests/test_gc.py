@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,11 +27,27 @@ def ws(ws_dir: Path, store_dir: Path) -> Iterator[takeback.Workspace]:
     w.close()
 
 
-def turns_of(store_dir: Path, session: str = "agent") -> list[int]:
-    with sqlite3.connect(store_dir / "meta.db") as c:
-        return [
-            r[0] for r in c.execute("SELECT n FROM turns WHERE session=? ORDER BY n", (session,))
-        ]
+def turns_of(ws_dir: Path, store_dir: Path, session: str = "agent") -> list[int]:
+    """The numbers of a session's turns in the store (whichever store ``store_dir`` names)."""
+    with takeback.Workspace(ws_dir, store=store_dir) as w:
+        return [t.n for t in w.open_store().meta.turn_rows(session)]
+
+
+def tb_env(tb: CLI) -> dict[str, str]:
+    """The environment a process of the test's own runs the store with."""
+    return {**os.environ, "TAKEBACK_STORE": str(tb.store), "PYTHONPATH": SRC}
+
+
+def gc_done_events(ws_dir: Path, store_dir: Path) -> list[dict[str, Any]]:
+    """The ``gc.done`` events the store logged (a folder's file, or a database's rows)."""
+    with takeback.Workspace(ws_dir, store=store_dir) as w:
+        store = w.open_store()
+        events = getattr(store, "events", None)
+        if events is not None:
+            return [e for _id, e in events() if e.get("event") == "gc.done"]
+    log = store_dir / "events.jsonl"
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [json.loads(x) for x in lines if '"gc.done"' in x]
 
 
 def test_gc_keeps_the_newest_turns_and_every_kept_ref_restores(
@@ -43,10 +60,10 @@ def test_gc_keeps_the_newest_turns_and_every_kept_ref_restores(
         tb("gc", "--dry-run", "--keep-turns", "3", "--keep-days", "0", "--json").stdout
     )
     assert dry["dry_run"] and dry["removed"]["turns"] == 5 and dry["removed"]["objects"] > 0
-    assert turns_of(store_dir) == list(range(1, 9))  # a dry run removes nothing
+    assert turns_of(ws_dir, store_dir) == list(range(1, 9))  # a dry run removes nothing
     out = tb("gc", "--keep-turns", "3", "--keep-days", "0")
     assert out.stdout.startswith("Removed 5 turns,")
-    assert turns_of(store_dir) == [6, 7, 8]
+    assert turns_of(ws_dir, store_dir) == [6, 7, 8]
     assert (
         json.loads(tb("du", "--json").stdout)["stored_bytes"]
         < json.loads(before.stdout)["stored_bytes"]
@@ -114,8 +131,8 @@ def test_purge_removes_a_session_and_what_only_it_reached(
     assert tb("purge", "--session", "nobody").stdout == "Nothing to purge.\n"
     out = tb("purge", "--session", "agent")
     assert out.stdout.startswith("Removed 1 session,")
-    assert turns_of(store_dir, "agent") == []
-    assert turns_of(store_dir, "other") == [1]
+    assert turns_of(ws_dir, store_dir, "agent") == []
+    assert turns_of(ws_dir, store_dir, "other") == [1]
     assert tb("fsck", "--read-data").returncode == 0
     assert {s["session"] for s in json.loads(tb("du", "--json").stdout)["sessions"]} == {"other"}
     rec.check()
@@ -230,7 +247,8 @@ def _wait_for_no_gc(store_dir: Path) -> None:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"--auto" in cmd and os.fsencode(store_dir) in cmd:
+            # The store's folder, or a database URL that names it as its key.
+            if b"--auto" in cmd and any(os.fsencode(store_dir) in arg for arg in cmd):
                 running.append(pid)
         if not running:
             return
@@ -246,12 +264,12 @@ def test_gc_runs_by_itself_once_a_day_in_the_background(
     ws.close()
     tb("config", "--keep-turns", "1", "--keep-days", "0")
     tb("snapshot")  # a new store's last gc is its creation: not due
-    assert turns_of(store_dir) == [1, 2, 3, 4]
+    assert turns_of(ws_dir, store_dir) == [1, 2, 3, 4]
     yesterday = time.time() - 86400 - 60
-    with sqlite3.connect(store_dir / "meta.db") as c:
-        c.execute(
-            "INSERT OR REPLACE INTO meta(key, value) VALUES ('gc.last', ?)", (repr(yesterday),)
-        )
+    with takeback.Workspace(ws_dir, store=store_dir) as w:
+        meta = w.open_store().meta
+        with meta.tx():
+            meta.set_meta("gc.last", repr(yesterday))
     started = time.monotonic()
     if after == "command":
         tb("log")  # any command's work, then gc starts in the background
@@ -264,10 +282,9 @@ def test_gc_runs_by_itself_once_a_day_in_the_background(
         }
         assert tb("hook", "claude-code", input=json.dumps(payload).encode()).stdout == ""
     took = time.monotonic() - started
-    events = store_dir / "events.jsonl"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        done = [json.loads(x) for x in events.read_text().splitlines() if '"gc.done"' in x]
+        done = gc_done_events(ws_dir, store_dir)
         if done:
             break
         time.sleep(0.1)
@@ -276,14 +293,14 @@ def test_gc_runs_by_itself_once_a_day_in_the_background(
     assert took < 10
     if after == "command":
         assert done[0]["removed"]["turns"] == 3
-        assert turns_of(store_dir) == [4]
+        assert turns_of(ws_dir, store_dir) == [4]
     else:  # the hook's prompt opened turn 5 before gc ran: the one turn kept
         assert done[0]["removed"]["turns"] == 4
-        assert turns_of(store_dir) == [5]
+        assert turns_of(ws_dir, store_dir) == [5]
     # Claimed for the day: the next commands start no other gc.
     tb("log")
     time.sleep(0.5)
-    assert len([x for x in events.read_text().splitlines() if '"gc.done"' in x]) == 1
+    assert len(gc_done_events(ws_dir, store_dir)) == 1
     assert tb("fsck", "--read-data").returncode == 0
 
 
@@ -292,8 +309,7 @@ def test_gc_and_snapshots_at_once_from_two_processes(
 ) -> None:
     rec = build_history(ws, ws_dir, turns=6)
     ws.close()
-    env = {"TAKEBACK_GC_PAUSE": "0.3"}
-    full_env = {**os.environ, "TAKEBACK_STORE": str(store_dir), "PYTHONPATH": SRC, **env}
+    full_env = {**tb_env(tb), "TAKEBACK_GC_PAUSE": "0.3"}
     gc = subprocess.Popen(
         [sys.executable, "-m", "takeback", "gc", "--keep-turns", "2", "--keep-days", "0"],
         cwd=ws_dir,

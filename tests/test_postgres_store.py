@@ -11,6 +11,7 @@ import pytest
 import takeback
 from takeback.errors import StoreError, StoreMissingError, StoreVersionError
 from takeback.store import open_store
+from takeback.store._pg_schema import PG_SCHEMA_VERSION
 
 from ._postgres import PgServer, pg_server, pg_url
 from .conftest import CLI, write
@@ -42,7 +43,8 @@ def test_the_schema_is_made_once_by_servers_that_start_together(
         t.join()
     assert errors == []
     with psycopg.connect(pg_url) as conn:
-        assert conn.execute(b"SELECT version FROM takeback.version").fetchall() == [(1,)]
+        got = conn.execute(b"SELECT version FROM takeback.version").fetchall()
+        assert got == [(PG_SCHEMA_VERSION,)]
         (n,) = conn.execute(b"SELECT count(*) FROM takeback.workspaces").fetchone() or (0,)
     assert n == 4
 
@@ -58,6 +60,32 @@ def test_a_newer_schema_is_refused_and_a_missing_one_is_no_store(
         conn.execute(b"UPDATE takeback.version SET version = 99")
     with pytest.raises(StoreVersionError, match="newer than this takeback knows"):
         open_store(pg_url, str(ws_dir), local=local, create=True)
+
+
+def test_a_database_of_the_first_schema_is_migrated_and_keeps_its_history(
+    pg_url: str, tmp_path: Path, ws_dir: Path
+) -> None:
+    """A database made by a takeback of schema 1 (before gc's indexes) is brought forward."""
+    write(ws_dir, "f.txt", "kept\n")
+    data = str(tmp_path / "data")
+    with takeback.Workspace(ws_dir, store=pg_url, data_dir=data) as ws:
+        first = ws.snapshot("made at version 1")
+    # Taken back to schema 1 (what version 2 adds, removed), with its rows:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for name in ("steps_before", "steps_after", "turns_before", "turns_after"):
+            conn.execute(f"DROP INDEX takeback.{name}".encode())
+        conn.execute(b"DROP INDEX takeback.ops_pre")
+        conn.execute(b"DROP INDEX takeback.sessions_baseline")
+        conn.execute(b"UPDATE takeback.version SET version = 1")
+    with takeback.Workspace(ws_dir, store=pg_url, data_dir=data) as ws:
+        assert [s.id for s in ws.log()] == [first.id]
+    with psycopg.connect(pg_url) as conn:
+        got = conn.execute(b"SELECT version FROM takeback.version").fetchall()
+        indexes = conn.execute(
+            b"SELECT count(*) FROM pg_indexes WHERE schemaname = 'takeback' "
+            b"AND indexname IN ('steps_before', 'turns_after', 'ops_pre', 'sessions_baseline')"
+        ).fetchone()
+    assert got == [(PG_SCHEMA_VERSION,)] and indexes == (4,)
 
 
 def test_workspaces_in_one_database_keep_their_own_histories(pg_url: str, tmp_path: Path) -> None:

@@ -310,3 +310,77 @@ def test_events_are_logged_without_raising(opener: Opener) -> None:
     s = opener()
     s.log_event({"event": "snapshot.taken", "id": "x"})
     s.log_event({"event": "weird", "value": object.__name__})
+
+
+# -- what gc, purge, fsck and du use ------------------------------------------------
+
+
+def test_the_object_index_rewriting_whole_and_deleting(opener: Opener) -> None:
+    s = opener()
+    v1 = bytes(range(256)) * 40
+    v2 = v1[:5000] + b"changed" + v1[5000:]
+    o1 = s.objects.put("blob", v1)
+    o2 = s.objects.put("blob", v2, base=o1)
+    small = s.objects.put("blob", b"small")
+    index = s.objects.index()  # pending objects are committed first
+    assert index.keys() == {o1, o2, small}
+    assert (index[o1].base, index[o1].depth, index[o2].base, index[o2].depth) == (None, 0, o1, 1)
+    assert index[o2].kind == "blob" and 0 < index[o2].stored < index[o1].stored
+    assert s.objects.rewrite_whole([o2, "0" * 64]) == ["0" * 64]  # one it cannot read
+    other = opener()
+    assert other.objects.index()[o2].base is None
+    other.objects.delete([o1, small])
+    assert not opener().objects.has(o1) and opener().objects.index().keys() == {o2}
+    assert opener().objects.get(o2) == v2
+    assert s.size_on_disk() > 0 and sum(s.size_by_part().values()) > 0
+    assert s.check_files() == []
+    s.reclaim()
+
+
+def test_the_whole_history_and_dropping_part_of_it(opener: Opener) -> None:
+    s = opener()
+    base = _with_session(s)
+    tree = _tree(s)
+    old, new = "a1" * 32, "b2" * 32
+    with s.meta.tx():
+        s.meta.add_snapshot(snap(old, tree, session="s"))
+        s.meta.add_snapshot(snap(new, tree, session="s"))
+        s.meta.add_turn("s", 1, "one", old, 10.0)
+        s.meta.add_turn("s", 2, "two", new, 20.0)
+        s.meta.add_touch("s", 1, "a.txt", "state-a", None, at=11.0)
+        s.meta.set_changes("s", 2, [ChangeRow("b.txt", "created", 1, 0, None, "st", None, True)])
+        s.meta.add_step(StepInfo("s", 1, 1, old, new, "make", 0, command=True))
+        op = s.meta.add_op("s", "undo", [2], new, {"wrote": {"b.txt": None}}, 30.0)
+    r = opener()
+    assert [x[0] for x in r.meta.snapshot_rows()] == [base, old, new]
+    assert r.meta.snapshot_rows()[1] == (old, tree, snap(old, tree).created_at, "manual", "s")
+    assert r.meta.all_turns() == [
+        ("s", 1, old, None, "open", 10.0),
+        ("s", 2, new, None, "open", 20.0),
+    ]
+    assert [(st.session, st.n, st.before) for st in r.meta.all_steps()] == [("s", 1, old)]
+    ((got, session, at),) = r.meta.all_ops()
+    assert (got.id, got.kind, session, at) == (op, "undo", "s", 30.0)
+    assert sorted(r.meta.recorded_states(), key=str) == sorted(
+        [("s", 1, "state-a"), ("s", 2, None), ("s", 2, "st")], key=str
+    )
+    r.meta.drop_history_tx(
+        turns=[("s", 1)], steps=[("s", 1)], snapshots=[old], last_gc="99.0", objects_go=True
+    )
+    after = opener()
+    assert [x[0] for x in after.meta.snapshot_rows()] == [base, new]
+    assert [t[1] for t in after.meta.all_turns()] == [2]
+    assert after.meta.all_steps() == [] and after.meta.touches("s", 1) == {}
+    assert after.meta.get_meta("gc.last") == "99.0"
+    after.meta.drop_history_tx(ops=[op], sessions=["s"], snapshots=[base, new])
+    assert opener().meta.sessions() == [] and opener().meta.snapshot_rows() == []
+    assert opener().meta.all_ops() == [] and opener().meta.recorded_states() == []
+
+
+def test_a_setting_is_swapped_by_one_writer(opener: Opener) -> None:
+    a, b = opener(), opener(machine=1)
+    assert a.meta.swap_meta("gc.last", None, "1.0")
+    assert not b.meta.swap_meta("gc.last", None, "2.0")  # set meanwhile
+    assert b.meta.swap_meta("gc.last", "1.0", "3.0")
+    assert not a.meta.swap_meta("gc.last", "1.0", "4.0")  # the other won
+    assert opener().meta.get_meta("gc.last") == "3.0"

@@ -20,7 +20,6 @@ from .errors import PathError, ScanError, StoreMissingError, TakebackError, Usag
 from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import Options
 from .store import (
-    FolderStore,
     Store,
     default_store_path,
     find_database_root,
@@ -568,28 +567,13 @@ class Workspace:
 
     # -- keeping the store bounded ------------------------------------------------------
 
-    def _folder_store(self) -> FolderStore:
-        """The open store, when it is a folder store (gc, purge, fsck, du and the policy).
-
-        Raises:
-            UsageError: the history is in a database (these are built for folder stores).
-            StoreMissingError: there is no store.
-        """
-        store = self.open_store()
-        if not isinstance(store, FolderStore):
-            raise UsageError(
-                "gc, purge, fsck, du and config work on a folder store; this history is "
-                f"in a database ({store.url})"
-            )
-        return store
-
     def policy(self) -> ops.Policy:
         """Return the store's retention policy (the defaults where it sets none).
 
         Raises:
             StoreMissingError: there is no store.
         """
-        return ops.read_policy(self._folder_store().meta)
+        return ops.read_policy(self.open_store().meta)
 
     def set_policy(
         self,
@@ -605,7 +589,7 @@ class Workspace:
             StoreMissingError: there is no store.
         """
         return ops.write_policy(
-            self._folder_store(), keep_turns=keep_turns, keep_days=keep_days, auto=auto
+            self.open_store(), keep_turns=keep_turns, keep_days=keep_days, auto=auto
         )
 
     def gc(
@@ -633,7 +617,7 @@ class Workspace:
         ops.check_policy(keep_turns, keep_days)
         if not dry_run:
             self._make_room()
-        store = self._folder_store()
+        store = self.open_store()
         policy = ops.read_policy(store.meta)
         policy = dataclasses.replace(
             policy,
@@ -651,7 +635,7 @@ class Workspace:
         Raises:
             StoreMissingError: there is no store.
         """
-        store = self._folder_store()
+        store = self.open_store()
         raw = store.meta.get_meta(ops.LAST_GC)
         return ops.last_gc(store) if raw is not None else 0.0
 
@@ -659,8 +643,11 @@ class Workspace:
         """Free the room the store keeps for gc, before gc opens its databases.
 
         On a full disk, opening a database to write needs room too; a store opened
-        read-only for want of it is opened again.
+        read-only for want of it is opened again. (A database store keeps no reserve:
+        its server's disk is not this machine's.)
         """
+        if self.store_url is not None:
+            return
         if self.has_store() and release_reserve(self.store_path):
             if self._store is not None and self._store.readonly:
                 self.close()
@@ -681,7 +668,7 @@ class Workspace:
             raise UsageError("purge takes a session or everything, not both or neither")
         if not dry_run:
             self._make_room()
-        store = self._folder_store()
+        store = self.open_store()
         result = ops.gc(
             store,
             ops.read_policy(store.meta),
@@ -702,7 +689,7 @@ class Workspace:
             StoreMissingError: there is no store.
             StoreCorruptError: the store cannot be opened at all.
         """
-        return ops.fsck(self._folder_store(), read_data=read_data, on_progress=on_progress)
+        return ops.fsck(self.open_store(), read_data=read_data, on_progress=on_progress)
 
     def du(self) -> ops.DuResult:
         """Return the store's size, per session, and what gc would free.
@@ -710,7 +697,7 @@ class Workspace:
         Raises:
             StoreMissingError: there is no store.
         """
-        store = self._folder_store()
+        store = self.open_store()
         return ops.du(store, ops.read_policy(store.meta))
 
     def claim_auto_gc(self) -> bool:
@@ -721,10 +708,7 @@ class Workspace:
         if not self.has_store():
             return False
         try:
-            store = self.open_store()
-            if not isinstance(store, FolderStore):
-                return False  # gc is built for folder stores
-            return ops.claim_auto_gc(store)
+            return ops.claim_auto_gc(self.open_store())
         except TakebackError:
             return False
 

@@ -24,7 +24,9 @@ def run(ctx: Ctx) -> int:
     if ctx.json:
         ctx.emit_json(r.to_json())
         return 0
-    ctx.out(f"{r.path}: {size(r.disk)} on disk")
+    # A database store's size is its rows' bytes, not blocks on this machine's disk.
+    where = "of rows" if r.path.startswith(("postgresql://", "postgres://")) else "on disk"
+    ctx.out(f"{r.path}: {size(r.disk)} {where}")
     ctx.out("  " + ", ".join(f"{name} {size(n)}" for name, n in r.files.items()))
     ctx.out(f"{r.objects:,} objects, {size(r.stored)} stored (compressed)")
     if r.sessions:

@@ -34,7 +34,7 @@ def start_if_due(ws: Workspace) -> int | None:
             "--root",
             ws.root,
             "--store",
-            ws.store_path,
+            ws.store_url or ws.store_path,
         ]
         null = os.devnull
         return os.posix_spawn(

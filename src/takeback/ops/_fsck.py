@@ -8,15 +8,15 @@ fsck reads the history rows and the objects' index (never their data, unless ask
 - every tree a snapshot or the scan cache reaches is there and readable, and so is every
   blob it names; every state a touch, a change list or an op keeps names a blob that is
   there;
-- with ``read_data``: every object is read and checked against its hash, and SQLite
-  checks both databases page by page.
+- with ``read_data``: every object is read and checked against its hash, and the store
+  checks what lies below its rows (``Store.check_files``: a folder store's SQLite checks
+  both databases page by page; a database has nothing more to check).
 
 Each problem is one line; none means the store is sound.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import StoreCorruptError
 from ..model import DIR, FILE, LINK
 from ..scan import CACHE_KEY, cached_ids
-from ..store import FolderStore, disk_usage
+from ..store import Store
 from ._gc import Policy, op_states, plan, reachable, state_oid
 from ._turns import shared_lock
 
@@ -59,7 +59,7 @@ class FsckResult:
 
 
 def fsck(
-    store: FolderStore,
+    store: Store,
     *,
     read_data: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
@@ -77,7 +77,7 @@ def fsck(
 
 
 def _fsck(
-    store: FolderStore, *, read_data: bool, on_progress: Callable[[int, int], None] | None
+    store: Store, *, read_data: bool, on_progress: Callable[[int, int], None] | None
 ) -> FsckResult:
     out = FsckResult()
     problems = out.problems
@@ -168,14 +168,7 @@ def _fsck(
                 )
 
     if read_data:
-        for conn, name in ((store.objects.conn, "objects.db"), (meta.conn, "meta.db")):
-            try:
-                rows = conn.execute("PRAGMA quick_check").fetchall()
-            except (sqlite3.Error, StoreCorruptError) as e:
-                rows = [(str(e),)]
-            for (msg,) in rows:
-                if msg != "ok":
-                    problems.append(f"{name}: {msg}")
+        problems.extend(store.check_files())
         total = len(index)
         for i, oid in enumerate(sorted(index, key=lambda o: index[o].depth)):
             try:
@@ -213,7 +206,11 @@ class SessionUsage:
 
 @dataclass
 class DuResult:
-    """The store's size, per session, and what gc would free under the policy."""
+    """The store's size, per session, and what gc would free under the policy.
+
+    ``path`` is where the history lives (``Store.url``: the folder, or the database's
+    address and the workspace's key).
+    """
 
     path: str
     disk: int
@@ -246,10 +243,12 @@ class DuResult:
         }
 
 
-def du(store: FolderStore, policy: Policy) -> DuResult:
-    """Measure the store: on disk, per session, and what gc would free under ``policy``."""
-    import os
+def du(store: Store, policy: Policy) -> DuResult:
+    """Measure the store: on disk, per session, and what gc would free under ``policy``.
 
+    ``disk`` and ``files`` are the store's own measure (``Store.size_on_disk``): a folder
+    store's blocks on the disk, a database's bytes of the workspace's rows.
+    """
     meta = store.meta
     with shared_lock(store):
         index = store.objects.index()
@@ -282,15 +281,10 @@ def du(store: FolderStore, policy: Policy) -> DuResult:
                 )
             )
         p = plan(store, policy)
-    files = {}
-    for name in sorted(os.listdir(store.path)):
-        full = os.path.join(store.path, name)
-        if os.path.isfile(full):
-            files[name] = os.lstat(full).st_blocks * 512
     return DuResult(
-        path=store.path,
-        disk=disk_usage(store.path),
-        files=files,
+        path=store.url,
+        disk=store.size_on_disk(),
+        files=store.size_by_part(),
         objects=len(index),
         stored=sum(r.stored for r in index.values()),
         sessions=usage,

@@ -27,12 +27,16 @@ cannot be written, its base is kept).
 The order (under the store's exclusive lock; each step commits, and a crash between any
 two leaves a store that passes fsck and has lost nothing kept): 1. rewrite deltas whole;
 2. delete the history rows (what refers first, then snapshots); 3. delete the objects no
-longer reached, deepest delta first, in batches; then, with the lock released, give the
-freed pages back to the file system (SQLite's incremental vacuum, a few pages per
-transaction).
+longer reached, deepest delta first, in batches; then, with the lock released, the
+store gives the room back (``Store.reclaim``: a folder store's SQLite incremental vacuum,
+a few pages per transaction; a database leaves it to autovacuum).
+
+A shared store's other machines keep scan caches this gc cannot see: before any object
+goes, step 2 raises the workspace's cache generation, and a machine whose cache was made
+under an older one drops it (its next scan reads every file).
 
 The store's own parts (listing ids, deleting rows, vacuum) are small methods of the
-store; what is reached, and why, is decided here.
+store seam (``store/_api.py``); what is reached, and why, is decided here.
 """
 
 from __future__ import annotations
@@ -45,15 +49,7 @@ from typing import Any
 from ..errors import StoreCorruptError, UsageError
 from ..model import FILE, LINK, decode_state, tree_links
 from ..scan import CACHE_KEY, cached_ids
-from ..store import (
-    FolderStore,
-    MetaStore,
-    ObjectRow,
-    disk_free,
-    disk_usage,
-    make_reserve,
-    reclaim,
-)
+from ..store import Meta, ObjectRow, Store
 from ._turns import shared_lock
 
 DEFAULT_KEEP_TURNS = 50
@@ -99,7 +95,7 @@ def check_policy(keep_turns: int | None, keep_days: float | None) -> None:
         raise UsageError(f"--keep-days must be 0 or more: {keep_days}")
 
 
-def read_policy(meta: MetaStore) -> Policy:
+def read_policy(meta: Meta) -> Policy:
     """Return the store's policy (the defaults where it sets none)."""
     d = Policy()
     turns = meta.get_meta(_KEYS["keep_turns"])
@@ -116,7 +112,7 @@ def read_policy(meta: MetaStore) -> Policy:
 
 
 def write_policy(
-    store: FolderStore,
+    store: Store,
     *,
     keep_turns: int | None = None,
     keep_days: float | None = None,
@@ -139,7 +135,7 @@ def write_policy(
     return read_policy(meta)
 
 
-def last_gc(store: FolderStore) -> float:
+def last_gc(store: Store) -> float:
     """When gc last ran (or was started by itself); the store's creation when never."""
     raw = store.meta.get_meta(LAST_GC)
     try:
@@ -148,7 +144,7 @@ def last_gc(store: FolderStore) -> float:
         return 0.0
 
 
-def claim_auto_gc(store: FolderStore, *, now: float | None = None) -> bool:
+def claim_auto_gc(store: Store, *, now: float | None = None) -> bool:
     """Whether gc is due by itself, and if so, claim the run (one process wins).
 
     Due when the policy allows it and the last run is over a day old. The claim is one
@@ -168,16 +164,7 @@ def claim_auto_gc(store: FolderStore, *, now: float | None = None) -> bool:
     # The policy is read only when gc is due: every hook call asks, once a day it is.
     if when - last_gc(store) < AUTO_INTERVAL or not read_policy(meta).auto:
         return False
-    with meta.tx() as c:
-        if raw is None:
-            cur = c.execute(
-                "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (LAST_GC, repr(when))
-            )
-        else:
-            cur = c.execute(
-                "UPDATE meta SET value=? WHERE key=? AND value=?", (repr(when), LAST_GC, raw)
-            )
-        return cur.rowcount > 0
+    return meta.swap_meta(LAST_GC, raw, repr(when))
 
 
 # -- the plan ------------------------------------------------------------------------
@@ -277,7 +264,7 @@ def op_states(data: dict[str, Any]) -> Iterable[str | None]:
                 yield v
 
 
-def journal_names(store: FolderStore) -> tuple[str | None, set[str]]:
+def journal_names(store: Store) -> tuple[str | None, set[str]]:
     """Return the session and the snapshot ids an interrupted restore's journal names."""
     journal = store.read_journal()
     if not journal:
@@ -290,7 +277,7 @@ def journal_names(store: FolderStore) -> tuple[str | None, set[str]]:
 class _History:
     """The store's history rows, read once."""
 
-    def __init__(self, meta: MetaStore) -> None:
+    def __init__(self, meta: Meta) -> None:
         self.snapshots = meta.snapshot_rows()
         self.turns = meta.all_turns()
         self.steps = meta.all_steps()
@@ -327,7 +314,7 @@ def _cut(
 
 
 def plan(
-    store: FolderStore,
+    store: Store,
     policy: Policy,
     *,
     now: float | None = None,
@@ -487,7 +474,7 @@ def plan(
 
 
 def reachable(
-    store: FolderStore, trees: Iterable[str], blobs: Iterable[str], index: Container[str]
+    store: Store, trees: Iterable[str], blobs: Iterable[str], index: Container[str]
 ) -> set[str]:
     """Return every object the trees reach (themselves, their subtrees and blobs) and blobs.
 
@@ -532,7 +519,7 @@ def _keep_bases(failed: Iterable[str], index: dict[str, ObjectRow], out: GcPlan)
 
 
 def gc(
-    store: FolderStore,
+    store: Store,
     policy: Policy,
     *,
     dry_run: bool = False,
@@ -558,7 +545,7 @@ def gc(
         StoreError: the store cannot be written (what was done before stays done).
     """
     t0 = time.monotonic()
-    size_before = disk_usage(store.path)
+    size_before = store.size_on_disk()
     step = pause or (lambda _name: None)
     locked_ms = 0
     with store.lock(exclusive=True) if not dry_run else shared_lock(store):
@@ -581,16 +568,14 @@ def gc(
                 snapshots=p.snapshots,
                 scan_cache=p.drop_cache,
                 last_gc=repr(time.time()),
+                objects_go=bool(p.objects),
             )
             step("objects")
             store.objects.delete(p.objects)
         locked_ms = int((time.monotonic() - t_lock) * 1000)
     if not dry_run:
         step("reclaim")
-        room = disk_free(store.path)
-        reclaim(store.objects.conn, room=room)
-        reclaim(store.meta.conn, room=disk_free(store.path))
-        make_reserve(store.path)
+        store.reclaim()
     return GcResult(
         dry_run=dry_run,
         policy=None if purge is not None or purge_all else policy,
@@ -604,7 +589,7 @@ def gc(
         rewritten=rewritten if not dry_run else len(p.rewrite),
         kept_objects=p.kept_objects,
         size_before=size_before,
-        size_after=disk_usage(store.path) if not dry_run else size_before,
+        size_after=store.size_on_disk() if not dry_run else size_before,
         duration_ms=int((time.monotonic() - t0) * 1000),
         locked_ms=locked_ms,
     )

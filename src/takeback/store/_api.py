@@ -20,10 +20,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ..model import Change, SessionInfo, SnapshotInfo, StepInfo, Tree
     from ._meta import ChangeRow, OpRow, TouchRow, TurnRow
+    from ._objects import ObjectRow
 
 
 class Objects(Protocol):
-    """Blobs and trees by the SHA-256 of their content, written once, checked on read."""
+    """Blobs and trees by the SHA-256 of their content, written once, checked on read.
+
+    Attributes:
+        raw_cache: how many objects' bytes are kept once read (gc, which walks every
+            kept tree and so each delta chain many times, raises it).
+    """
+
+    raw_cache: int
 
     def has(self, oid: str) -> bool:
         """Return whether the object exists (committed or pending)."""
@@ -63,6 +71,19 @@ class Objects(Protocol):
 
     def entries(self) -> list[tuple[str, str, str | None]]:
         """Return every committed object: (id, kind, base), each base before its deltas."""
+        ...
+
+    # gc and fsck
+    def index(self) -> dict[str, ObjectRow]:
+        """Return every stored object's kind, base, depth and stored size (not its data)."""
+        ...
+
+    def rewrite_whole(self, oids: Iterable[str]) -> list[str]:
+        """Store objects again whole (not as deltas); return the ids that could not be."""
+        ...
+
+    def delete(self, oids: Sequence[str]) -> None:
+        """Delete objects in the order given (deepest delta first), a batch per commit."""
         ...
 
 
@@ -151,6 +172,37 @@ class Meta(Protocol):
     def update_op(self, op_id: int, turns: list[int], data: dict[str, Any]) -> None: ...  # noqa: D102
     def set_op_state(self, op_id: int, state: str) -> None: ...  # noqa: D102
 
+    def swap_meta(self, key: str, old: str | None, value: str) -> bool:
+        """Set a setting only if it is still ``old`` (None: unset); return whether it was."""
+        ...
+
+    # gc, purge and fsck: the whole history in a few queries, and deleting part of it
+    def snapshot_rows(self) -> list[tuple[str, str, float, str, str | None]]: ...  # noqa: D102
+    def all_turns(self) -> list[tuple[str, int, str | None, str | None, str, float]]: ...  # noqa: D102
+    def all_steps(self) -> list[StepInfo]: ...  # noqa: D102
+    def all_ops(self) -> list[tuple[OpRow, str, float]]: ...  # noqa: D102
+    def recorded_states(self) -> list[tuple[str, int, str | None]]: ...  # noqa: D102
+    def dircache_rows(self) -> list[bytes]: ...  # noqa: D102
+    def drop_history_tx(
+        self,
+        *,
+        turns: Iterable[tuple[str, int]] = (),
+        steps: Iterable[tuple[str, int]] = (),
+        ops: Iterable[int] = (),
+        sessions: Iterable[str] = (),
+        snapshots: Iterable[str] = (),
+        scan_cache: bool = False,
+        last_gc: str | None = None,
+        objects_go: bool = False,
+    ) -> None:
+        """Delete history rows in one transaction of their own, referring rows first.
+
+        ``scan_cache``: forget this machine's scan cache too; ``last_gc``: record when gc
+        ran; ``objects_go``: objects are deleted next, so a shared store tells the other
+        machines' scan caches (which may name them) to start again.
+        """
+        ...
+
     # copying a history between stores (the tables of ``_copy.COPY_TABLES``)
     def copy_rows(self, table: str) -> list[tuple[Any, ...]]: ...  # noqa: D102
     def add_copied_rows(self, table: str, rows: list[tuple[Any, ...]]) -> None: ...  # noqa: D102
@@ -166,11 +218,13 @@ class Store(Protocol):
         url: where the history lives, as a person names it (the folder, or the
             database's address without its password).
         readonly: opened for reading only.
+        created_at: when the store (or the workspace's row in it) was made (0: unknown).
     """
 
     path: str
     root: str
     readonly: bool
+    created_at: float
 
     @property
     def objects(self) -> Objects: ...  # noqa: D102
@@ -208,4 +262,21 @@ class Store(Protocol):
 
     def log_event(self, event: dict[str, Any]) -> None:
         """Record one event (best effort: never raises)."""
+        ...
+
+    # gc, fsck and du: the parts that differ between a folder and a database
+    def size_on_disk(self) -> int:
+        """Return the bytes the history takes (a folder: its blocks; a database: its rows)."""
+        ...
+
+    def size_by_part(self) -> dict[str, int]:
+        """Return the bytes of each part: a folder's files, a database's tables."""
+        ...
+
+    def check_files(self) -> list[str]:
+        """Check the storage below the rows (a folder: SQLite's page checks); one line each."""
+        ...
+
+    def reclaim(self) -> None:
+        """After gc, give the room of deleted rows back (best effort; never raises)."""
         ...

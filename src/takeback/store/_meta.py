@@ -345,6 +345,23 @@ class MetaStore:
         """Set a store-level setting."""
         self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)", (key, value))
 
+    def swap_meta(self, key: str, old: str | None, value: str) -> bool:
+        """Set a setting only if it is still ``old`` (None: unset); return whether it was.
+
+        One conditional write in its own transaction: of several processes that read
+        ``old`` and swap at once, one wins.
+        """
+        with Tx(self.conn) as c:
+            if old is None:
+                cur = c.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (key, value)
+                )
+            else:
+                cur = c.execute(
+                    "UPDATE meta SET value=? WHERE key=? AND value=?", (value, key, old)
+                )
+            return cur.rowcount > 0
+
     def get_kv(self, key: str) -> bytes | None:
         """Return a cached value."""
         row = self.conn.execute("SELECT value FROM kv WHERE key=?", (key,)).fetchone()
@@ -845,8 +862,11 @@ class MetaStore:
         """Return the scan cache's detailed rows (they name objects a scan reuses)."""
         return [bytes(r[0]) for r in self.conn.execute("SELECT data FROM dircache")]
 
-    def drop_history_tx(self, **rows: Any) -> None:
+    def drop_history_tx(self, *, objects_go: bool = False, **rows: Any) -> None:
         """Delete history rows in one transaction of their own (see :meth:`drop_history`).
+
+        ``objects_go`` asks nothing more here: a folder store's one scan cache is this
+        machine's, whose ids gc keeps.
 
         The foreign keys are not checked in it: the caller (gc) has kept every row that
         a kept row names, and each check of a deleted snapshot would read every turn and

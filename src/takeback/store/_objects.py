@@ -133,6 +133,10 @@ class PackedObjects:
     def _row_exists(self, oid: str) -> bool:
         raise NotImplementedError
 
+    def _rewrite_rows(self, batch: list[tuple[bytes, str]]) -> None:
+        """Replace rows' data by whole packed bytes: (packed, id); StoreError if not."""
+        raise NotImplementedError
+
     def _row_depth(self, oid: str) -> int | None:
         raise NotImplementedError
 
@@ -328,6 +332,47 @@ class PackedObjects:
         self._z()
         return self._replace_row(oid, kind, len(data), self._cctx.compress(data))
 
+    # -- gc ------------------------------------------------------------------------
+
+    def rewrite_whole(self, oids: Iterable[str]) -> list[str]:
+        """Store objects again whole (not as deltas), so that their bases may go.
+
+        Each batch is its own transaction: an object is either its old delta or whole,
+        and both give the same bytes, so a crash in between loses nothing.
+
+        Returns:
+            The ids that could not be rewritten (a full disk, a damaged chain); the
+            caller keeps their bases instead.
+        """
+        self.flush()
+        failed: list[str] = []
+        batch: list[tuple[bytes, str]] = []
+        size = 0
+
+        def commit() -> None:
+            nonlocal size
+            try:
+                self._rewrite_rows(batch)
+            except StoreError:
+                failed.extend(oid for _d, oid in batch)
+            batch.clear()
+            size = 0
+
+        for oid in oids:
+            try:
+                data = self.get(oid)
+            except StoreCorruptError:
+                failed.append(oid)
+                continue
+            packed = self.pack(data)
+            batch.append((packed, oid))
+            size += len(packed)
+            if size >= _BATCH_BYTES:
+                commit()
+        if batch:
+            commit()
+        return failed
+
     # -- reading ---------------------------------------------------------------------
 
     def get(self, oid: str, *, _depth: int = 0) -> bytes:
@@ -492,47 +537,9 @@ class ObjectStore(PackedObjects):
         ).fetchall()
         return {r[0]: ObjectRow(r[1], r[2], r[3], r[4]) for r in rows}
 
-    def rewrite_whole(self, oids: Iterable[str]) -> list[str]:
-        """Store objects again whole (not as deltas), so that their bases may go.
-
-        Each batch is its own transaction: an object is either its old delta or whole,
-        and both give the same bytes, so a crash in between loses nothing.
-
-        Returns:
-            The ids that could not be rewritten (a full disk, a damaged chain); the
-            caller keeps their bases instead.
-        """
-        self.flush()
-        failed: list[str] = []
-        batch: list[tuple[bytes, str]] = []
-        size = 0
-
-        def commit() -> None:
-            nonlocal size
-            try:
-                with Tx(self.conn) as c:
-                    c.executemany(
-                        "UPDATE objects SET data=?, base=NULL, depth=0 WHERE oid=?", batch
-                    )
-            except StoreError:
-                failed.extend(oid for _d, oid in batch)
-            batch.clear()
-            size = 0
-
-        for oid in oids:
-            try:
-                data = self.get(oid)
-            except StoreCorruptError:
-                failed.append(oid)
-                continue
-            packed = self.pack(data)
-            batch.append((packed, oid))
-            size += len(packed)
-            if size >= _BATCH_BYTES:
-                commit()
-        if batch:
-            commit()
-        return failed
+    def _rewrite_rows(self, batch: list[tuple[bytes, str]]) -> None:
+        with Tx(self.conn) as c:
+            c.executemany("UPDATE objects SET data=?, base=NULL, depth=0 WHERE oid=?", batch)
 
     def delete(self, oids: Sequence[str], *, batch: int = 4096) -> None:
         """Delete objects, in the order given, a batch per transaction.

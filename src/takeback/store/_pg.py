@@ -177,6 +177,8 @@ class PgStore:
         self.root = root
         self.key = key
         self.readonly = False
+        #: when the workspace's row was made in the database
+        self.created_at = 0.0
         self._url = url
         self._pg = pg
         self.objects = PgObjects(pg)
@@ -227,7 +229,7 @@ class PgStore:
                 elif version > PG_SCHEMA_VERSION:
                     raise _newer(version, where)
                 row = conn.execute(
-                    b"SELECT id FROM takeback.workspaces WHERE key=%s", (key,)
+                    b"SELECT id, created_at FROM takeback.workspaces WHERE key=%s", (key,)
                 ).fetchone()
                 if row is None:
                     if not create:
@@ -241,7 +243,7 @@ class PgStore:
                         (key, root, time.time()),
                     )
                     row = conn.execute(
-                        b"SELECT id FROM takeback.workspaces WHERE key=%s", (key,)
+                        b"SELECT id, created_at FROM takeback.workspaces WHERE key=%s", (key,)
                     ).fetchone()
             except psycopg.Error as e:
                 first = (str(e).strip().splitlines() or [type(e).__name__])[0]
@@ -250,7 +252,9 @@ class PgStore:
             conn.close()
             raise
         assert row is not None  # inserted, or another server's insert won
-        return cls(url, root, local, PgConn(conn, int(row[0]), where), key)
+        store = cls(url, root, local, PgConn(conn, int(row[0]), where), key)
+        store.created_at = float(row[1])
+        return store
 
     def close(self) -> None:
         """Commit pending objects and close the connection (which releases its locks)."""
@@ -325,6 +329,52 @@ class PgStore:
         """Close the journal: the restore finished."""
         self._pg.run("DELETE FROM takeback.journals WHERE ws=%s", (self.ws,))
 
+    # -- gc, fsck and du -------------------------------------------------------------
+
+    def size_by_part(self) -> dict[str, int]:
+        """Return the bytes of the workspace's rows in each table.
+
+        Objects: the stored (compressed) size of their data, plus an estimate of the rest
+        of the row (``_OBJECT_ROW``: its id, kind, sizes and header; the data is never
+        read); the other tables: each row's size as PostgreSQL stores it
+        (``pg_column_size`` of the row). Not
+        counted: indexes, the room of deleted rows not yet reused, other workspaces.
+        """
+        ws = self.ws
+        parts = {}
+        row = self._pg.one(
+            "SELECT COALESCE(sum(octet_length(data) + %s), 0) FROM takeback.objects WHERE ws=%s",
+            (_OBJECT_ROW, ws),
+        )
+        parts["objects"] = int(row[0])
+        for table in _ROW_TABLES:
+            row = self._pg.one(
+                f"SELECT COALESCE(sum(pg_column_size(t.*)), 0) FROM takeback.{table} t WHERE ws=%s",
+                (ws,),
+            )
+            parts[table] = int(row[0])
+        return parts
+
+    def size_on_disk(self) -> int:
+        """Return the bytes of the workspace's rows (see :meth:`size_by_part`)."""
+        return sum(self.size_by_part().values())
+
+    def check_files(self) -> list[str]:
+        """Nothing below the rows to check: the database keeps its own pages whole.
+
+        (PostgreSQL checks each page's checksum as it reads it, when the cluster has
+        them on; ``fsck --read-data`` reads every object's row.)
+        """
+        return []
+
+    def reclaim(self) -> None:
+        """Leave the room of deleted rows to autovacuum, which makes it reusable.
+
+        No ``VACUUM`` here: the tables are every workspace's, a plain vacuum needs the
+        tables' owner, and it would not give the room back to the file system either
+        (only ``VACUUM FULL``, which locks the tables for every server, does).
+        """
+
     # -- events ----------------------------------------------------------------------
 
     def log_event(self, event: dict[str, Any]) -> None:
@@ -363,6 +413,12 @@ class PgStore:
             (self.ws, after, limit),
         )
         return [(int(r[0]), json.loads(r[1])) for r in rows]
+
+
+#: about how many bytes an object's row takes besides its data (id, columns, header)
+_OBJECT_ROW = 120
+#: the tables whose rows :meth:`PgStore.size_by_part` counts, besides the objects
+_ROW_TABLES = ("snapshots", "sessions", "steps", "turns", "touches", "changes", "ops", "events")
 
 
 def find_workspace(url: str, candidates: list[str]) -> str | None:

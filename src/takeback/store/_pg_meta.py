@@ -20,9 +20,16 @@ from ..errors import StoreError
 from ..model import Change, SessionInfo, SnapshotInfo, StepInfo, change_kind
 from ._copy import COPY_TABLES
 from ._meta import _SNAP_COLS, ChangeRow, MetaStore, OpRow, TouchRow, TurnRow, _snap, _step
-from ._objects import PackedObjects
+from ._objects import ObjectRow, PackedObjects
 from ._pg_schema import LOCK_WRITE
 from ._sqlite import Tx
+
+#: the workspace's cache generation (a number gc raises before it deletes objects)
+GENERATION = "gc.generation"
+#: the keys of the scan's cache (``scan.CACHE_KEY`` and its older formats)
+SCAN_CACHE_PREFIX = "dirs-"
+#: the generation this machine's local scan cache was made under (in ``cache.db``)
+LOCAL_GENERATION = "cache.generation"
 
 if TYPE_CHECKING:
     import psycopg
@@ -193,6 +200,49 @@ class PgObjects(PackedObjects):
             return False
         return True
 
+    # -- gc and fsck -----------------------------------------------------------------
+
+    def index(self) -> dict[str, ObjectRow]:
+        """Return every object's id with its kind, base, depth and stored size.
+
+        ``octet_length`` of a stored value reads its header only, not its data.
+        """
+        self.flush()
+        rows = self.pg.run(
+            "SELECT oid, kind, base, depth, octet_length(data) FROM takeback.objects WHERE ws=%s",
+            (self.pg.ws,),
+        )
+        return {r[0]: ObjectRow(r[1], r[2], int(r[3]), int(r[4])) for r in rows}
+
+    def _rewrite_rows(self, batch: list[tuple[bytes, str]]) -> None:
+        import psycopg
+
+        try:
+            with self.pg.conn.transaction():
+                self.pg.many(
+                    "UPDATE takeback.objects SET data=%s, base=NULL, depth=0 "
+                    "WHERE ws=%s AND oid=%s",
+                    [(packed, self.pg.ws, oid) for packed, oid in batch],
+                )
+        except psycopg.Error as e:
+            raise self.pg.error(e) from e
+
+    def delete(self, oids: Sequence[str], *, batch: int = 4096) -> None:
+        """Delete objects, in the order given, a batch per transaction (deepest first).
+
+        Raises:
+            StoreError: a batch could not be deleted (it is rolled back).
+        """
+        self.flush()
+        for i in range(0, len(oids), batch):
+            part = list(oids[i : i + batch])
+            self.pg.run(
+                "DELETE FROM takeback.objects WHERE ws=%s AND oid = ANY(%s)", (self.pg.ws, part)
+            )
+            for o in part:
+                self._raw.pop(o, None)
+                self._trees.pop(o, None)
+
 
 class PgMeta:
     """A workspace's rows in the database; the scan's cache in a local SQLite file."""
@@ -234,8 +284,47 @@ class PgMeta:
             (self.pg.ws, key, value),
         )
 
+    def swap_meta(self, key: str, old: str | None, value: str) -> bool:
+        """Set a setting only if it is still ``old`` (None: unset); return whether it was."""
+        if old is None:
+            cur = self.pg.run(
+                "INSERT INTO takeback.meta(ws, key, value) VALUES (%s,%s,%s) "
+                "ON CONFLICT (ws, key) DO NOTHING",
+                (self.pg.ws, key, value),
+            )
+        else:
+            cur = self.pg.run(
+                "UPDATE takeback.meta SET value=%s WHERE ws=%s AND key=%s AND value=%s",
+                (value, self.pg.ws, key, old),
+            )
+        return cur.rowcount > 0
+
+    def _fresh_cache(self) -> MetaStore:
+        """Return this machine's cache, emptied first if gc ran since it was made.
+
+        gc (on any server) raises the workspace's generation before it deletes objects;
+        this machine's scan cache, made under an older one, may name objects that are
+        gone, so it is dropped (the next scan reads every file, as a first one does).
+        Asked each time a scan reads its cache, under the shared lock that keeps gc out
+        until the snapshot's rows are written.
+        """
+        cache = self._local()
+        now = self.get_meta(GENERATION) or "0"
+        if (cache.get_meta(LOCAL_GENERATION) or "0") == now:
+            return cache
+        if cache.conn.in_transaction:
+            cache.drop_scan_cache()
+            cache.set_meta(LOCAL_GENERATION, now)
+        else:
+            with cache.tx():
+                cache.drop_scan_cache()
+                cache.set_meta(LOCAL_GENERATION, now)
+        return cache
+
     def get_kv(self, key: str) -> bytes | None:
-        """Return a cached value (this machine's)."""
+        """Return a cached value (this machine's; the scan's, when still valid)."""
+        if key.startswith(SCAN_CACHE_PREFIX):
+            return self._fresh_cache().get_kv(key)
         return self._local().get_kv(key)
 
     def set_kv(self, key: str, value: bytes) -> None:
@@ -245,6 +334,10 @@ class PgMeta:
     def drop_kv_except(self, keep: str, *, prefix: str) -> bool:
         """Delete this machine's cached values under ``prefix``, but ``keep``."""
         return self._local().drop_kv_except(keep, prefix=prefix)
+
+    def dircache_rows(self) -> list[bytes]:
+        """Return the scan cache's detailed rows (this machine's)."""
+        return self._local().dircache_rows()
 
     def dircache_dirs(self) -> list[str]:
         """Return the folders that have a detailed stat cache row (this machine's)."""
@@ -665,6 +758,126 @@ class PgMeta:
         self.pg.run(
             "UPDATE takeback.ops SET state=%s WHERE ws=%s AND id=%s", (state, self.pg.ws, op_id)
         )
+
+    # -- gc, purge and fsck ----------------------------------------------------------
+
+    def snapshot_rows(self) -> list[tuple[str, str, float, str, str | None]]:
+        """Return every snapshot as (id, tree, created_at, kind, session), oldest first."""
+        rows = self.pg.run(
+            "SELECT id, tree, created_at, kind, session FROM takeback.snapshots "
+            "WHERE ws=%s ORDER BY seq",
+            (self.pg.ws,),
+        )
+        return [(str(r[0]), str(r[1]), float(r[2]), str(r[3]), r[4]) for r in rows]
+
+    def all_turns(self) -> list[tuple[str, int, str | None, str | None, str, float]]:
+        """Return every turn as (session, n, before, after, state, begun_at)."""
+        rows = self.pg.run(
+            "SELECT session, n, before, after, state, begun_at FROM takeback.turns "
+            "WHERE ws=%s ORDER BY session, n",
+            (self.pg.ws,),
+        )
+        return [(str(r[0]), int(r[1]), r[2], r[3], str(r[4]), float(r[5])) for r in rows]
+
+    def all_steps(self) -> list[StepInfo]:
+        """Return every step of every session."""
+        rows = self.pg.run(
+            f"SELECT {_STEP_COLS} FROM takeback.steps WHERE ws=%s ORDER BY session, n",
+            (self.pg.ws,),
+        )
+        return [_step(r) for r in rows]
+
+    def all_ops(self) -> list[tuple[OpRow, str, float]]:
+        """Return every op with its session and when it was recorded."""
+        rows = self.pg.run(
+            "SELECT id, kind, turns, pre, data, state, session, created_at FROM takeback.ops "
+            "WHERE ws=%s ORDER BY id",
+            (self.pg.ws,),
+        )
+        return [
+            (
+                OpRow(int(r[0]), r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5]),
+                str(r[6]),
+                float(r[7]),
+            )
+            for r in rows
+        ]
+
+    def recorded_states(self) -> list[tuple[str, int, str | None]]:
+        """Return (session, turn, state) of every state a touch or a change list keeps."""
+        out: list[tuple[str, int, str | None]] = []
+        for r in self.pg.run(
+            "SELECT session, turn, state FROM takeback.touches WHERE ws=%s", (self.pg.ws,)
+        ):
+            out.append((str(r[0]), int(r[1]), r[2]))
+        for r in self.pg.run(
+            "SELECT session, turn, before, after FROM takeback.changes WHERE ws=%s",
+            (self.pg.ws,),
+        ):
+            out.append((str(r[0]), int(r[1]), r[2]))
+            out.append((str(r[0]), int(r[1]), r[3]))
+        return out
+
+    def drop_history_tx(
+        self,
+        *,
+        turns: Iterable[tuple[str, int]] = (),
+        steps: Iterable[tuple[str, int]] = (),
+        ops: Iterable[int] = (),
+        sessions: Iterable[str] = (),
+        snapshots: Iterable[str] = (),
+        scan_cache: bool = False,
+        last_gc: str | None = None,
+        objects_go: bool = False,
+    ) -> None:
+        """Delete history rows in one transaction, referring rows first.
+
+        The database checks every foreign key (a kept row naming a deleted snapshot
+        fails the whole transaction). With ``objects_go`` the workspace's cache
+        generation is raised in the same transaction, before any object is deleted, and
+        this machine's cache (whose ids gc kept) is marked as made under the new one.
+
+        Raises:
+            StoreError: the transaction could not be committed (it is rolled back).
+        """
+        ws = self.pg.ws
+        with self.tx():
+            self.pg.many("DELETE FROM takeback.ops WHERE ws=%s AND id=%s", [(ws, i) for i in ops])
+            self.pg.many(
+                "DELETE FROM takeback.steps WHERE ws=%s AND session=%s AND n=%s",
+                [(ws, s, n) for s, n in steps],
+            )
+            turn_keys = [(ws, s, n) for s, n in turns]
+            for table in ("touches", "changes"):
+                self.pg.many(
+                    f"DELETE FROM takeback.{table} WHERE ws=%s AND session=%s AND turn=%s",
+                    turn_keys,
+                )
+            self.pg.many(
+                "DELETE FROM takeback.turns WHERE ws=%s AND session=%s AND n=%s", turn_keys
+            )
+            names = [(ws, s) for s in sessions]
+            for table in ("ops", "steps", "touches", "changes", "turns", "sessions"):
+                key = "name" if table == "sessions" else "session"
+                self.pg.many(f"DELETE FROM takeback.{table} WHERE ws=%s AND {key}=%s", names)
+            ids = list(snapshots)
+            if ids:
+                self.pg.run(
+                    "DELETE FROM takeback.snapshots WHERE ws=%s AND id = ANY(%s)", (ws, ids)
+                )
+            cache = self._local()
+            if scan_cache:
+                cache.drop_scan_cache()
+            if objects_go:
+                row = self.pg.one(
+                    "INSERT INTO takeback.meta(ws, key, value) VALUES (%s,%s,'1') "
+                    "ON CONFLICT (ws, key) DO UPDATE SET "
+                    "value=(takeback.meta.value::bigint + 1)::text RETURNING value",
+                    (ws, GENERATION),
+                )
+                cache.set_meta(LOCAL_GENERATION, str(row[0]))
+            if last_gc is not None:
+                self.set_meta("gc.last", last_gc)
 
     # -- copying a history -----------------------------------------------------------
 

@@ -15,7 +15,7 @@ database whose version is newer than this takeback knows is refused.
 from __future__ import annotations
 
 #: the schema version this takeback writes (the length of ``MIGRATIONS``)
-PG_SCHEMA_VERSION = 1
+PG_SCHEMA_VERSION = 2
 
 #: advisory lock keys (the first int of the two-int form; the second is the workspace)
 LOCK_WORKSPACE = 0x7462_0001  # session-held: shared for snapshots, exclusive for restores
@@ -164,6 +164,19 @@ CREATE TABLE takeback.events(
 CREATE INDEX events_ws ON takeback.events(ws, id);
 """
 
+# Version 2: gc deletes snapshot rows, and the database then checks every foreign key
+# that could name each one; without an index on the naming columns each check reads all
+# of the workspace's turns, steps or ops (a gc removing n snapshots of a history of m
+# rows took n x m).
+_V2 = """
+CREATE INDEX steps_before ON takeback.steps(ws, before);
+CREATE INDEX steps_after ON takeback.steps(ws, after);
+CREATE INDEX turns_before ON takeback.turns(ws, before);
+CREATE INDEX turns_after ON takeback.turns(ws, after);
+CREATE INDEX ops_pre ON takeback.ops(ws, pre);
+CREATE INDEX sessions_baseline ON takeback.sessions(ws, baseline);
+"""
+
 #: MIGRATIONS[i] brings a database from version i to i + 1 (0: no schema at all). A new
 #: version appends its statements here; an old one is never edited.
-MIGRATIONS: tuple[str, ...] = (_V1,)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)

@@ -36,7 +36,7 @@ from ..errors import (
 )
 from ._meta import SCHEMA_VERSION, MetaStore
 from ._objects import ObjectStore
-from ._sqlite import connect
+from ._sqlite import connect, reclaim
 
 FORMAT_VERSION = 1
 _MARKER = "store.json"
@@ -461,3 +461,38 @@ class FolderStore:
                 os.close(fd)
         except OSError:
             pass
+
+    # -- gc, fsck and du -------------------------------------------------------------
+
+    def size_on_disk(self) -> int:
+        """Return the blocks the store folder takes (as ``du``; the reserve left out)."""
+        return disk_usage(self.path)
+
+    def size_by_part(self) -> dict[str, int]:
+        """Return the blocks each file of the store folder takes."""
+        files = {}
+        for name in sorted(os.listdir(self.path)):
+            full = os.path.join(self.path, name)
+            if os.path.isfile(full):
+                files[name] = os.lstat(full).st_blocks * 512
+        return files
+
+    def check_files(self) -> list[str]:
+        """Check both databases page by page (SQLite's ``quick_check``); one line a problem."""
+        problems: list[str] = []
+        for conn, name in ((self.objects.conn, "objects.db"), (self.meta.conn, "meta.db")):
+            try:
+                rows = conn.execute("PRAGMA quick_check").fetchall()
+            except (sqlite3.Error, StoreCorruptError) as e:
+                rows = [(str(e),)]
+            problems.extend(f"{name}: {msg}" for (msg,) in rows if msg != "ok")
+        return problems
+
+    def reclaim(self) -> None:
+        """Give freed pages back to the file system, then keep the reserve for the next gc.
+
+        SQLite's incremental vacuum, a few pages per transaction on a full disk.
+        """
+        reclaim(self.objects.conn, room=disk_free(self.path))
+        reclaim(self.meta.conn, room=disk_free(self.path))
+        make_reserve(self.path)
