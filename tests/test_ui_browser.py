@@ -9,6 +9,7 @@ stage is kept in ``test-artifacts/ui/`` (git-ignored) to be looked at.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from takeback import Workspace
 from takeback.integrations._ui_api import UiConfig
 from takeback.integrations._ui_server import UiServer
 
-from ._ui import README_0, README_1, TEST_1, record_three_turns, serve_ui
+from ._ui import APP_1, README_0, README_1, TEST_1, record_three_turns, serve_ui
 from .conftest import CLI, files_state, write
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "ui"
@@ -245,3 +246,105 @@ def test_a_page_that_saw_a_store_with_no_session_yet_follows_the_first_one(
         expect(page.locator("#session")).to_have_value("agent")
     finally:
         server.stop()
+
+
+def test_a_conflict_taken_back_by_merge_and_one_that_cannot_merge(
+    page: Page, tmp_path: Path, ws_dir: Path, store_dir: Path
+) -> None:
+    """A person's edit on other lines: the plan offers merge, shows the merged file and
+    the diff the merge writes, and confirming leaves what ``takeback undo --merge`` leaves
+    a twin. An edit on the turn's own lines: the regions, by line, and nothing written."""
+    twin, twin_store = tmp_path / "twin", tmp_path / "twin-store"
+    twin.mkdir()
+    for root, store in ((ws_dir, store_dir), (twin, twin_store)):
+        record_three_turns(root, store)
+        # Turn 3 changed line 3 of the README and added lines 4-7; this is line 1.
+        write(root, "README.md", README_1.replace("# Demo\n", "# Demo (edited by hand)\n"))
+    twin_cli = CLI(twin, twin_store)
+
+    with serve_ui(ws_dir, store_dir) as ui:
+        page.goto(ui.url)
+        page.locator('[data-turn="3"]').click()
+        expect(page.locator("#detail h1")).to_have_text("Turn 3")
+        page.locator('[data-action="undo-turn"]').click()
+        expect(page.locator("#plan-conflicts")).to_contain_text("README.md changed after turn 3")
+        expect(page.locator("#plan-confirm")).to_be_disabled()
+        expect(page.locator("#merge-label")).to_have_text("Merge (keep both sides' edits)")
+        expect(page.locator("#force-label")).to_be_visible()
+        shot(page, "10-merge-offered")
+
+        page.locator("#merge").check()
+        expect(page.locator("#plan-summary")).to_have_text(
+            "Would undo turn 3 of session 'agent'. Files it would restore: 1. Merged: 1."
+        )
+        expect(page.locator("#plan-conflicts")).to_have_count(0)
+        expect(page.locator("#plan-merged li")).to_have_text(["README.md"])
+        preview = page.locator('#plan-preview .file[data-path="README.md"]')
+        expect(preview.locator("td.code.del")).to_have_text(
+            ["A small app that greets.", "", "## Usage", "", "    python -m src.app"]
+        )
+        expect(preview.locator("td.code.add")).to_have_text(["A small app."])
+        expect(preview.locator("td.code").first).to_have_text("# Demo (edited by hand)")
+        expect(page.locator("#plan-confirm")).to_be_enabled()
+        expect(page.locator("#plan-confirm")).to_have_text("Confirm the merge")
+        assert not page.locator("#force").is_checked()
+        shot(page, "11-merge-planned")
+        # The preview is the library's own: what `--dry-run --merge --json` prints.
+        planned = json.loads(twin_cli("undo", "--merge", "--dry-run", "--json").stdout)
+        assert planned["merged"] == ["README.md"]
+        assert (ws_dir / "README.md").read_text() != README_0
+
+        page.locator("#plan-confirm").click()
+        expect(page.locator("#apply-result")).to_contain_text("Undid turn 3 of session 'agent'.")
+        expect(page.locator("#apply-result")).to_contain_text("Merged: 1.")
+        expect(page.locator("#plan-body .why")).to_have_text(["merged: edits made since kept"])
+        shot(page, "12-merge-done")
+        page.locator("#plan-cancel").click()
+        twin_cli("undo", "--merge")
+        assert files_state(ws_dir) == files_state(twin)
+        assert (ws_dir / "README.md").read_text() == "# Demo (edited by hand)\n\nA small app.\n"
+        expect(page.locator('[data-turn="3"] .badge')).to_have_text("undone")
+
+        # Both changed the same lines: the merge plan names the regions; nothing written.
+        for root in (ws_dir, twin):
+            write(root, "src/app.py", APP_1 + "\n# formatted by hand\n")
+        before = files_state(ws_dir)
+        pre_undos = _count(ws_dir, store_dir, "pre-undo")
+        page.locator('[data-turn="2"]').click()
+        expect(page.locator("#detail h1")).to_have_text("Turn 2")
+        page.locator('[data-action="undo-turn"]').click()
+        expect(page.locator("#plan-conflicts")).to_contain_text("src/app.py changed after turn 2")
+        page.locator("#merge").check()
+        refused = json.loads(
+            twin_cli("undo", "--turn", "2", "--merge", "--dry-run", "--json", check=3).stdout
+        )
+        why = refused["why"]["src/app.py"]
+        assert "both changed" in why
+        conflicts = page.locator("#plan-conflicts")
+        expect(conflicts).to_contain_text("These cannot be merged, so nothing will be written")
+        expect(conflicts.locator("li").first).to_contain_text(why)
+        rows = conflicts.locator('table.regions[data-path="src/app.py"] tbody tr')
+        expect(rows).to_have_count(len(refused["regions"]["src/app.py"]))
+        first = refused["regions"]["src/app.py"][0]
+        expect(rows.first.locator("td")).to_have_text(
+            ["1", _span(first["now"]), _span(first["record"]), _span(first["target"])]
+        )
+        expect(page.locator("#plan-merged")).to_have_count(0)
+        expect(page.locator("#plan-preview")).to_have_count(0)
+        expect(page.locator("#plan-confirm")).to_be_disabled()
+        shot(page, "13-merge-regions")
+        page.locator("#plan-cancel").click()
+        assert files_state(ws_dir) == before
+        assert _count(ws_dir, store_dir, "pre-undo") == pre_undos
+        expect(page.locator('[data-turn="2"] .badge')).to_have_text("done")
+
+
+def _span(r: list[int]) -> str:
+    if r[1] < r[0]:
+        return f"none (after line {r[1]})"
+    return f"line {r[0]}" if r[0] == r[1] else f"lines {r[0]}\u2013{r[1]}"
+
+
+def _count(root: Path, store: Path, kind: str) -> int:
+    with Workspace(root, store=store) as ws:
+        return sum(1 for i in ws.log() if i.kind == kind)

@@ -18,8 +18,8 @@ from takeback import Workspace
 from takeback.integrations._ui_api import UiConfig
 from takeback.integrations._ui_server import UiServer
 
-from ._ui import record_three_turns, request, serve_ui
-from .conftest import CLI, files_state
+from ._ui import README_1, record_three_turns, request, serve_ui
+from .conftest import CLI, files_state, write
 
 
 @pytest.fixture
@@ -158,3 +158,49 @@ def test_a_port_in_use_or_out_of_range_is_refused(tb: CLI) -> None:
         out = tb("ui", "--no-open", "--port", str(port), check=2)
         assert out.stderr.startswith(f"takeback: error: cannot listen on 127.0.0.1:{port}: ")
     assert "bad port: 70000" in tb("ui", "--no-open", "--port", "70000", check=2).stderr
+
+
+def test_a_merge_is_checked_as_any_take_back_and_its_field_is_validated(
+    server: UiServer, ws_dir: Path, store_dir: Path
+) -> None:
+    port, token = server.port, server.token
+    # A person's edit on line 1 of the README; turn 3 changed line 3 and after.
+    write(ws_dir, "README.md", README_1.replace("# Demo\n", "# Demo (mine)\n"))
+    before_files, before_history = files_state(ws_dir), history(ws_dir, store_dir)
+    good = {"X-Takeback-Token": token, "Content-Type": "application/json"}
+    merge = {"op": "undo", "merge": True}
+    refused = [
+        ("/api/apply", {"Content-Type": "application/json"}),
+        ("/api/apply", {**good, "X-Takeback-Token": "wrong"}),
+        (f"/api/apply?token={token}", {"Content-Type": "application/json"}),
+        ("/api/apply", {**good, "Content-Type": "text/plain"}),
+        ("/api/apply", {**good, "Host": f"evil.example:{port}"}),
+        ("/api/apply", {**good, "Origin": "http://evil.example"}),
+        ("/api/plan", {**good, "Sec-Fetch-Site": "cross-site"}),
+    ]
+    for path, headers in refused:
+        status, data = request(port, path, method="POST", headers=headers, body=merge)
+        assert (status, data) == (403, b"forbidden\n"), (path, headers)
+    # Only false, true and "markers" are a merge; merge with force, or a rewind that
+    # merges, is refused as the library refuses them.
+    bads: list[object] = [1, 0, "yes", "true", "MARKERS", [], {}, {"merge": True}]
+    for bad in bads:
+        for path in ("/api/plan", "/api/apply"):
+            status, data = request(
+                port, path, method="POST", headers=good, body={"op": "undo", "merge": bad}
+            )
+            assert status == 400, bad
+            assert json.loads(data)["message"] == "bad 'merge': false, true or \"markers\""
+    for body in ({**merge, "force": True}, {"op": "rewind", "ref": "start", "merge": True}):
+        status, data = request(port, "/api/apply", method="POST", headers=good, body=body)
+        assert status == 400, body
+    assert files_state(ws_dir) == before_files
+    assert history(ws_dir, store_dir) == before_history
+
+    # As the page sends it: planned, then done, the person's line kept.
+    status, data = request(port, "/api/plan", method="POST", headers=good, body=merge)
+    assert status == 200 and json.loads(data)["merged"] == ["README.md"]
+    assert files_state(ws_dir) == before_files
+    status, data = request(port, "/api/apply", method="POST", headers=good, body=merge)
+    assert status == 200 and json.loads(data)["merged"] == ["README.md"]
+    assert (ws_dir / "README.md").read_text() == "# Demo (mine)\n\nA small app.\n"

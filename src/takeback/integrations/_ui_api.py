@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import UsageError
 from ._per_call import PerCall
@@ -209,17 +209,21 @@ class UiApi:
 
         Args:
             op: one of :data:`OPS`.
-            args: ``session``, ``turn``, ``file``, ``to_turn``, ``ref``, ``force``.
+            args: ``session``, ``turn``, ``file``, ``to_turn``, ``ref``, ``force``,
+                ``merge`` (false, true or ``"markers"``: the library's ``merge``).
             dry_run: only plan.
 
         Raises:
-            UsageError: an unknown operation or a missing argument.
+            UsageError: an unknown operation, a missing or bad argument.
             ConflictError: (not a dry run) a file changed since the record.
         """
         force = bool(args.get("force"))
+        merge = _merge(args)
         with self.workspace() as ws:
             s = self._session(ws, _opt_str(args, "session"))
             if op == "rewind":
+                if merge:
+                    raise UsageError("a rewind does not merge")
                 ref = _need(args, "ref", str)
                 r = ws.rewind(ref, dry_run=dry_run, session=s.name)
                 doc = r.to_json()
@@ -233,22 +237,29 @@ class UiApi:
                     summary += f" ({r.note})"
                 return {**doc, "op": "rewind", "session": s.name, "summary": summary}
             if op == "undo":
-                result = s.undo(turn=_opt_int(args, "turn"), force=force, dry_run=dry_run)
+                result = s.undo(
+                    turn=_opt_int(args, "turn"), force=force, merge=merge, dry_run=dry_run
+                )
             elif op == "undo-turn-file":
                 result = s.undo(
                     turn=_need(args, "turn", int),
                     file=_need(args, "file", str),
                     force=force,
+                    merge=merge,
                     dry_run=dry_run,
                 )
             elif op == "undo-file":
-                result = s.undo_file(_need(args, "file", str), force=force, dry_run=dry_run)
+                result = s.undo_file(
+                    _need(args, "file", str), force=force, merge=merge, dry_run=dry_run
+                )
             elif op == "redo":
-                result = s.redo(force=force, dry_run=dry_run)
+                result = s.redo(force=force, merge=merge, dry_run=dry_run)
             elif op == "revert":
-                result = s.revert(to_turn=_need(args, "to_turn", int), force=force, dry_run=dry_run)
+                result = s.revert(
+                    to_turn=_need(args, "to_turn", int), force=force, merge=merge, dry_run=dry_run
+                )
             elif op == "unrevert":
-                result = s.unrevert(force=force, dry_run=dry_run)
+                result = s.unrevert(force=force, merge=merge, dry_run=dry_run)
             else:
                 raise UsageError(f"unknown operation: {op!r}")
             return {**result.to_json(), "summary": result.summary()}
@@ -294,6 +305,16 @@ def _need(args: dict[str, Any], key: str, kind: type) -> Any:
     if not isinstance(value, kind) or isinstance(value, bool):
         raise UsageError(f"missing or bad {key!r}")
     return value
+
+
+def _merge(args: dict[str, Any]) -> bool | Literal["markers"]:
+    """The ``merge`` field: absent, false, true or ``"markers"``; anything else is refused."""
+    value = args.get("merge", False)
+    if value is None or value is False:
+        return False
+    if value is True or value == "markers":
+        return "markers" if value == "markers" else True
+    raise UsageError("bad 'merge': false, true or \"markers\"")
 
 
 def _opt_int(args: dict[str, Any], key: str) -> int | None:

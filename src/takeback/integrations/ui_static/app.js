@@ -301,15 +301,15 @@ function viewToggle() {
 
 // -- diffs --------------------------------------------------------------------------------
 
-function diffFiles(files, fromRef, toRef) {
+function diffFiles(files, fromRef, toRef, points = true) {
   if (!files.length) return [h("div", { class: "note" }, "No files differ.")];
   return files.map((f) => {
     const bar = h("div", { class: "file-bar" },
       h("span", { class: `status ${f.status}` }, f.status),
       h("span", { class: "path" }, f.path),
       h("span", { class: "stat" }, h("span", { class: "add" }, `+${f.added}`), " ", h("span", { class: "del" }, `-${f.removed}`)),
-      f.status !== "A" ? h("button", { class: "small ghost", onclick: () => showFile(f.path, fromRef) }, "before") : null,
-      f.status !== "D" && toRef ? h("button", { class: "small ghost", onclick: () => showFile(f.path, toRef) }, "after") : null);
+      points && f.status !== "A" ? h("button", { class: "small ghost", onclick: () => showFile(f.path, fromRef) }, "before") : null,
+      points && f.status !== "D" && toRef ? h("button", { class: "small ghost", onclick: () => showFile(f.path, toRef) }, "after") : null);
     let body;
     if (f.over_limit) body = h("div", { class: "note" }, "Over the size limit: not kept, so no diff.");
     else if (f.unreadable) body = h("div", { class: "note" }, "Unreadable when the snapshot was taken: no diff.");
@@ -318,6 +318,35 @@ function diffFiles(files, fromRef, toRef) {
     else body = state.view === "split" ? splitTable(parsePatch(f.patch)) : unifiedTable(parsePatch(f.patch));
     return h("div", { class: "file", dataset: { path: f.path } }, bar, body);
   });
+}
+
+// A merge's preview (one git-style patch of every merged file) as the page's diff files.
+function previewFiles(text) {
+  const files = [];
+  for (const part of text.split(/^(?=diff --git )/m)) {
+    if (!part.startsWith("diff --git ")) continue;
+    const m = /^\+\+\+ b\/(.*)$/m.exec(part) || /^diff --git a\/(.*) b\//.exec(part);
+    let added = 0;
+    let removed = 0;
+    let inHunk = false;
+    for (const line of part.split("\n")) {
+      if (line.startsWith("@@")) inHunk = true;
+      else if (inHunk && line.startsWith("+")) added++;
+      else if (inHunk && line.startsWith("-")) removed++;
+    }
+    files.push({ path: m ? m[1] : "", status: "M", added, removed, patch: part });
+  }
+  return files;
+}
+
+// The regions of a file both sides changed, by their lines (first and last, 1-based; an
+// empty range [n + 1, n] is "after line n").
+function regionTable(path, regions) {
+  const span = (r) => (r[1] < r[0] ? `none (after line ${r[1]})` : r[0] === r[1] ? `line ${r[0]}` : `lines ${r[0]}\u2013${r[1]}`);
+  return h("table", { class: "regions", dataset: { path } },
+    h("thead", {}, h("tr", {}, h("th", {}, "region"), h("th", {}, "now"), h("th", {}, "in the record"), h("th", {}, "to write"))),
+    h("tbody", {}, regions.map((r, i) => h("tr", {}, h("td", {}, String(i + 1)),
+      h("td", {}, span(r.now)), h("td", {}, span(r.record)), h("td", {}, span(r.target))))));
 }
 
 function parsePatch(text) {
@@ -444,6 +473,7 @@ function planRewind(ref, what) {
 async function plan(args, title) {
   pending = { args: { ...args, session: state.session }, title };
   $("#force").checked = false;
+  $("#merge").checked = false;
   await showPlan();
   const dlg = $("#plan-dialog");
   if (!dlg.open) dlg.showModal();
@@ -452,6 +482,7 @@ async function plan(args, title) {
 async function showPlan() {
   const { args, title } = pending;
   const force = $("#force").checked;
+  const merge = $("#merge").checked;
   $("#plan-title").textContent = title;
   const body = $("#plan-body");
   const confirm = $("#plan-confirm");
@@ -462,10 +493,10 @@ async function showPlan() {
   put(body, h("div", { class: "note" }, "Planning\u2026"));
   let p;
   try {
-    p = await post("/api/plan", { ...args, force });
+    p = await post("/api/plan", { ...args, force, merge });
   } catch (err) {
     put(body, h("div", { class: "error" }, err.message));
-    $("#force-label").hidden = true;
+    $("#resolve").hidden = true;
     confirm.hidden = true;
     return;
   }
@@ -477,10 +508,25 @@ async function showPlan() {
   if (rows.length) parts.push(h("ul", { class: "plan-list", id: "plan-list" }, rows));
   const conflicts = p.conflicts || [];
   if (conflicts.length) {
+    const regions = p.regions || {};
     parts.push(h("div", { class: "conflicts", id: "plan-conflicts" },
       h("strong", {}, force ? "These changed since, and will be overwritten (the snapshot taken first keeps them):" :
+        merge ? "These cannot be merged, so nothing will be written:" :
         "Conflicts: these changed since, so nothing will be written:"),
-      h("ul", {}, conflicts.map((c) => h("li", {}, (p.why && p.why[c]) || c)))));
+      h("ul", {}, conflicts.map((c) => h("li", {}, (p.why && p.why[c]) || c,
+        (regions[c] || []).length ? regionTable(c, regions[c]) : null)))));
+  }
+  const merged = p.merged || [];
+  if (merged.length) {
+    parts.push(h("div", { class: "okbox", id: "plan-merged" },
+      h("strong", {}, conflicts.length ? "These would merge (the operation's hunks taken back, the edits made since kept):" :
+        "Merged: the operation's hunks taken back, the edits made since kept:"),
+      h("ul", {}, merged.map((m) => h("li", {}, m)))));
+  }
+  if (p.preview && !conflicts.length) {
+    parts.push(h("div", { class: "preview", id: "plan-preview" },
+      h("div", { class: "preview-title" }, "What the merge would write (from the file now):"),
+      ...diffFiles(previewFiles(p.preview), null, null, false)));
   }
   const left = Object.entries(p.left || {});
   if (left.length) parts.push(h("div", { class: "warnbox" }, h("strong", {}, "Left as they are: "), left.map(([k, v]) => `${k} (${v})`).join("; ")));
@@ -488,8 +534,13 @@ async function showPlan() {
   const nothing = p.nothing || (p.op === "rewind" ? !p.plan.length : !(p.restored || []).length && !conflicts.length);
   if (!nothing && (!conflicts.length || force)) parts.push(h("p", { class: "sub" }, "A snapshot is taken before anything is written, so this can itself be taken back."));
   put(body, ...parts);
-  $("#force-label").hidden = !conflicts.length && !force;
+  // Merge and force are the two ways past a conflict, as on the command line: offered
+  // while the plan has conflicts (or one is chosen), and never both at once.
+  const offer = conflicts.length > 0 || force || merge;
+  $("#resolve").hidden = !offer;
+  $("#merge-label").hidden = !offer || p.op === "rewind";
   confirm.disabled = nothing || (conflicts.length > 0 && !force);
+  confirm.textContent = merge && merged.length ? "Confirm the merge" : "Confirm";
   confirm.hidden = nothing;
   if (nothing) $("#plan-cancel").textContent = "Close";
 }
@@ -512,7 +563,7 @@ async function confirmPlan() {
   confirm.disabled = true;
   let r;
   try {
-    r = await post("/api/apply", { ...pending.args, force: $("#force").checked });
+    r = await post("/api/apply", { ...pending.args, force: $("#force").checked, merge: $("#merge").checked });
   } catch (err) {
     const doc = err.doc || {};
     put(body, h("div", { class: "error", id: "apply-error" }, doc.message || err.message));
@@ -524,12 +575,13 @@ async function confirmPlan() {
   const pre = r.pre || r.pre_rewind;
   put(body,
     h("div", { class: "okbox", id: "apply-result" }, r.summary),
-    (r.restored || []).length ? h("ul", { class: "plan-list" }, r.restored.map((p) => h("li", {}, p))) : null,
+    (r.restored || []).length ? h("ul", { class: "plan-list" }, r.restored.map((p) =>
+      h("li", {}, p, (r.merged || []).includes(p) ? h("span", { class: "why" }, "merged: edits made since kept") : null))) : null,
     pre ? h("p", {}, "To take this back: ", h("span", { class: "takeback-id", id: "takeback-id" }, short(pre)), " ",
       h("code", {}, `takeback rewind --to ${short(pre)}`), " ",
       h("button", { class: "small", onclick: () => planRewind(pre, `before this ${r.op}`) }, "Take it back")) : null);
   confirm.hidden = true;
-  $("#force-label").hidden = true;
+  $("#resolve").hidden = true;
   $("#plan-cancel").textContent = "Close";
   await refresh();
 }
@@ -587,7 +639,10 @@ $("#redo").addEventListener("click", () => plan({ op: "redo" }, "Redo"));
 $("#unrevert").addEventListener("click", () => plan({ op: "unrevert" }, "Unrevert"));
 $("#plan-cancel").addEventListener("click", () => $("#plan-dialog").close());
 $("#plan-confirm").addEventListener("click", confirmPlan);
-$("#force").addEventListener("change", showPlan);
+// Merge and force exclude each other (the library refuses both at once): ticking one
+// unticks the other, and the plan is made again.
+$("#force").addEventListener("change", () => { if ($("#force").checked) $("#merge").checked = false; showPlan(); });
+$("#merge").addEventListener("change", () => { if ($("#merge").checked) $("#force").checked = false; showPlan(); });
 $("#file-close").addEventListener("click", () => $("#file-dialog").close());
 
 refresh().then(() => {
