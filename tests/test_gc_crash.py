@@ -28,6 +28,8 @@ from ._gc import build_history
 from .conftest import SRC
 
 RUNS = 20
+#: where the runs aim their kill, in turn (gc names each step on stderr before it)
+TARGETS = ("start", "history", "objects", "reclaim")
 
 
 def test_gc_killed_at_random_moments_loses_nothing_kept(tmp_path: Path) -> None:
@@ -57,9 +59,27 @@ def test_gc_killed_at_random_moments_loses_nothing_kept(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(rng.uniform(0.2, 1.1))
+        # Each run aims at one of gc's steps in turn (after the line naming it, within
+        # or just past its pause), so that the kills land in every step whatever the
+        # machine's speed; "start" kills before gc has named any step.
+        target = TARGETS[run % len(TARGETS)]
+        seen: list[str] = []
+        assert proc.stderr is not None
+        if target == "start":
+            time.sleep(rng.uniform(0.0, 0.3))
+        else:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                line = proc.stderr.readline()
+                if not line:
+                    break  # gc ended before reaching the step (nothing to rewrite, say)
+                seen.append(line)
+                if line.rstrip().endswith(f"gc: {target}"):
+                    break
+            time.sleep(rng.uniform(0.0, 0.2))
         proc.send_signal(signal.SIGKILL)
         _out, err = proc.communicate(timeout=60)
+        err = "".join(seen) + err
         steps = [line.rsplit(" ", 1)[-1] for line in err.splitlines() if "gc:" in line]
         outcomes.append(steps[-1] if steps else "start")
         with takeback.Workspace(root, store=copy) as ws:
