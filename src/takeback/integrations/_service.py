@@ -173,6 +173,9 @@ def stop(store_path: str, *, timeout: float = 3.0) -> int | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if running_pid(store_path) is None:
+            # Its lock goes as it exits; stopped means the process is gone too.
+            while not _exited(pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
             return pid
         time.sleep(0.02)
     if pid > 0 and running_pid(store_path) == pid:
@@ -183,6 +186,16 @@ def stop(store_path: str, *, timeout: float = 3.0) -> int | None:
         while running_pid(store_path) is not None and time.monotonic() < deadline + timeout:
             time.sleep(0.02)
     return pid
+
+
+def _exited(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie no one has reaped yet has ended too)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in (b"Z", b"X")
 
 
 def status(store_path: str, *, timeout: float = 1.0) -> dict[str, Any]:
