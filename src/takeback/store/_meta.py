@@ -11,7 +11,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from ..model import (
@@ -262,6 +262,32 @@ def _snap(row: tuple[Any, ...]) -> SnapshotInfo:
         unreadable=tuple((str(p), str(r)) for p, r in json.loads(row[12])),
         unreadable_count=row[13],
     )
+
+
+def change_row(r: Sequence[Any]) -> ChangeRow:
+    """Type a ``changes`` row as both stores select it.
+
+    Its columns: path, status, added, removed, before, after, sha256, undoable,
+    approximate.
+    """
+    return ChangeRow(_path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), bool(r[8]))
+
+
+def changes_of(rows: Iterable[ChangeRow]) -> list[Change]:
+    """A turn's change list from its rows."""
+    return [
+        Change(
+            path=r.path,
+            status=r.status,
+            added=r.added,
+            removed=r.removed,
+            sha256=r.sha256,
+            undoable=r.undoable,
+            kind=change_kind(r.status, r.before, r.after),
+            approximate=r.approximate,
+        )
+        for r in rows
+    ]
 
 
 class MetaStore:
@@ -724,26 +750,11 @@ class MetaStore:
             "WHERE session=? AND turn=? ORDER BY path",
             (session, turn),
         )
-        return [
-            ChangeRow(_path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), bool(r[8]))
-            for r in rows
-        ]
+        return [change_row(r) for r in rows]
 
     def changes(self, session: str, turn: int) -> list[Change]:
         """Return a turn's change list."""
-        return [
-            Change(
-                path=r.path,
-                status=r.status,
-                added=r.added,
-                removed=r.removed,
-                sha256=r.sha256,
-                undoable=r.undoable,
-                kind=change_kind(r.status, r.before, r.after),
-                approximate=r.approximate,
-            )
-            for r in self.change_rows(session, turn)
-        ]
+        return changes_of(self.change_rows(session, turn))
 
     def add_op(
         self,

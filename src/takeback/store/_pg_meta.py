@@ -17,9 +17,20 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
-from ..model import Change, SessionInfo, SnapshotInfo, StepInfo, change_kind
+from ..model import Change, SessionInfo, SnapshotInfo, StepInfo
 from ._copy import COPY_TABLES
-from ._meta import _SNAP_COLS, ChangeRow, MetaStore, OpRow, TouchRow, TurnRow, _snap, _step
+from ._meta import (
+    _SNAP_COLS,
+    ChangeRow,
+    MetaStore,
+    OpRow,
+    TouchRow,
+    TurnRow,
+    _snap,
+    _step,
+    change_row,
+    changes_of,
+)
 from ._objects import ObjectRow, PackedObjects
 from ._pg_schema import LOCK_WRITE
 from ._sqlite import Tx
@@ -682,26 +693,11 @@ class PgMeta:
             "FROM takeback.changes WHERE ws=%s AND session=%s AND turn=%s ORDER BY path",
             (self.pg.ws, session, turn),
         )
-        return [
-            ChangeRow(_path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), bool(r[8]))
-            for r in rows
-        ]
+        return [change_row(r) for r in rows]
 
     def changes(self, session: str, turn: int) -> list[Change]:
         """Return a turn's change list."""
-        return [
-            Change(
-                path=r.path,
-                status=r.status,
-                added=r.added,
-                removed=r.removed,
-                sha256=r.sha256,
-                undoable=r.undoable,
-                kind=change_kind(r.status, r.before, r.after),
-                approximate=r.approximate,
-            )
-            for r in self.change_rows(session, turn)
-        ]
+        return changes_of(self.change_rows(session, turn))
 
     def add_op(
         self,
