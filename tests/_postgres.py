@@ -16,6 +16,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -167,3 +168,38 @@ _count = iter(range(1, 1 << 30))
 def pg_url(pg_server: PgServer) -> str:
     """A fresh, empty database on the session's server (its URL)."""
     return pg_server.create_db(f"t{os.getpid()}_{next(_count)}")
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_suites_on(url: str, suites: tuple[str, ...], base: str) -> tuple[int, int]:
+    """Run test modules against the database at ``url``; return (passed, skipped).
+
+    Each runs in a pytest of its own with ``tests/_pg_mode.py`` loaded (every store folder
+    a test names becomes a workspace key in the database), side by side: each one's
+    processes mostly wait on the others'. A failure or error in any fails the caller.
+    """
+    env = {**os.environ, "TAKEBACK_TEST_PG": url}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-q", "-p", "tests._pg_mode"]
+            + ["-p", "no:cacheprovider", "--basetemp", os.path.join(base, f"run{i}"), suite],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i, suite in enumerate(suites)
+    ]
+    outs = [p.communicate(timeout=900)[0] for p in procs]
+    passed = skipped = 0
+    for suite, proc, out in zip(suites, procs, outs, strict=True):
+        assert proc.returncode == 0, f"{suite} on PostgreSQL:\n{out[-5000:]}"
+        summary = out.strip().splitlines()[-1]
+        assert "failed" not in summary and "error" not in summary, out[-5000:]
+        passed += int(summary.split(" passed")[0].split()[-1])
+        if " skipped" in summary:
+            skipped += int(summary.split(" skipped")[0].split()[-1])
+    return passed, skipped

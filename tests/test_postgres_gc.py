@@ -23,7 +23,7 @@ import takeback
 from takeback.ops._gc import Policy, plan
 
 from ._gc import build_history
-from ._postgres import PgServer, pg_server, pg_url
+from ._postgres import PgServer, pg_server, pg_url, run_suites_on
 from .conftest import SRC, write
 
 __all__ = ["pg_server", "pg_url"]
@@ -31,35 +31,13 @@ __all__ = ["pg_server", "pg_url"]
 pytestmark = pytest.mark.postgres
 
 SUITES = ("tests/test_gc.py", "tests/test_gc_property.py")
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_gc_suites_pass_on_the_postgresql_store(pg_server: PgServer, tmp_path: Path) -> None:
     url = pg_server.create_db(f"gcsuites{os.getpid()}")
-    env = {**os.environ, "TAKEBACK_TEST_PG": url}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-q", "-p", "tests._pg_mode"]
-            + ["-p", "no:cacheprovider", "--basetemp", str(tmp_path / f"run{i}"), suite],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for i, suite in enumerate(SUITES)
-    ]
-    outs = [p.communicate(timeout=900)[0] for p in procs]
-    passed = skipped = 0
-    for suite, proc, out in zip(SUITES, procs, outs, strict=True):
-        assert proc.returncode == 0, f"{suite} on PostgreSQL:\n{out[-5000:]}"
-        summary = out.strip().splitlines()[-1]
-        assert "failed" not in summary and "error" not in summary, out[-5000:]
-        passed += int(summary.split(" passed")[0].split()[-1])
-        if " skipped" in summary:
-            skipped += int(summary.split(" skipped")[0].split()[-1])
+    passed, skipped = run_suites_on(url, SUITES, str(tmp_path))
     # Only the folder store's own checks were left out (tests/_pg_mode.py names them).
-    assert passed >= 10 and skipped <= 6, outs
+    assert passed >= 10 and skipped <= 6, (passed, skipped)
 
 
 def _machine(root: Path, url: str, home: Path) -> takeback.Workspace:
