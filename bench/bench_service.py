@@ -57,6 +57,7 @@ from _tree import (  # noqa: E402
     median,
     run_checked,
     source_digest,
+    time_git_add,
     warm_cache,
 )
 
@@ -116,20 +117,7 @@ class Round:
         return dt
 
     def git(self) -> float:
-        shutil.copyfile(self.git_state, self.git_tmp)
-        root = str(self.tree.root)
-        t0 = time.perf_counter()
-        subprocess.run(["git", "add", "-A"], cwd=root, env=self.env_index, check=True)
-        subprocess.run(
-            ["git", "write-tree"],
-            cwd=root,
-            env=self.env_index,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        dt = time.perf_counter() - t0
-        os.replace(self.git_tmp, self.git_state)
-        return dt
+        return time_git_add(str(self.tree.root), self.env_index, self.git_state, self.git_tmp)
 
     def change(self) -> None:
         for rel in self.rng.sample(self.tree.files, CHANGED_FILES):

@@ -92,6 +92,7 @@ from _tree import (  # noqa: E402
     median,
     run_checked,
     source_digest,
+    time_git_add,
     timed,
     warm_cache,
 )
@@ -193,20 +194,7 @@ class Runner:
 
     def git_snapshot(self) -> float:
         """git's method on the carried index (the copy is not timed)."""
-        shutil.copyfile(self.git_state, self.git_tmp)
-        root = str(self.tree.root)
-        t0 = time.perf_counter()
-        subprocess.run(["git", "add", "-A"], cwd=root, env=self.env_index, check=True)
-        subprocess.run(
-            ["git", "write-tree"],
-            cwd=root,
-            env=self.env_index,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        dt = time.perf_counter() - t0
-        os.replace(self.git_tmp, self.git_state)
-        return dt
+        return time_git_add(str(self.tree.root), self.env_index, self.git_state, self.git_tmp)
 
     def git_first(self, gitdir: Path) -> float:
         """git's first snapshot: a new shadow repository of the tree (init included)."""
