@@ -265,3 +265,15 @@ def test_a_closed_pipe_ends_the_output_quietly(tb: CLI, ws_dir: Path, args: list
     proc.stderr.close()
     assert proc.wait(timeout=60) == 141
     assert err == b""
+
+
+def test_empty_store_and_session_variables_mean_unset(tb: CLI, ws_dir: Path) -> None:
+    # `export TAKEBACK_STORE=` once made the current folder the store: the store's files
+    # were written into the workspace itself.
+    (ws_dir / "a.txt").write_text("a\n")
+    empty = {"TAKEBACK_STORE": "", "TAKEBACK_SESSION": ""}
+    got = json.loads(tb("snapshot", "--json", env=empty).stdout)
+    assert sorted(os.listdir(ws_dir)) == ["a.txt"]
+    assert got["session"] == "default"
+    log = json.loads(tb("log", "--json", env=empty).stdout)
+    assert got["id"] in [s["id"] for s in log]

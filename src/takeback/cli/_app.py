@@ -147,9 +147,12 @@ class Ctx:
         self.json: bool = bool(getattr(args, "json", False))
         self.cwd = os.getcwd()
         given_root = getattr(args, "root", None)
-        self.store: str | None = getattr(args, "store", None) or os.environ.get("TAKEBACK_STORE")
-        self._session: str | None = getattr(args, "session", None) or os.environ.get(
-            "TAKEBACK_SESSION"
+        # An empty variable is an unset one (`export TAKEBACK_STORE=` names no folder).
+        self.store: str | None = (
+            getattr(args, "store", None) or os.environ.get("TAKEBACK_STORE") or None
+        )
+        self._session: str | None = (
+            getattr(args, "session", None) or os.environ.get("TAKEBACK_SESSION") or None
         )
         self.max_file_bytes: int | None = getattr(args, "max_file_bytes", None)
         from ..integrations._data_dir import user_data_dir

@@ -57,7 +57,7 @@ def run(ctx: Ctx) -> int:
     ws = ctx.workspace()
     label = ctx.args.message or shlex.join(cmd)
     # Not the session that recorded last (another agent's conversation): a run of its own.
-    named = getattr(ctx.args, "session", None) or os.environ.get("TAKEBACK_SESSION")
+    named = getattr(ctx.args, "session", None) or os.environ.get("TAKEBACK_SESSION") or None
     session = named or watch_session(ws, cmd)
     sys.stdout.flush()
     from ..integrations._service import ensure
