@@ -16,6 +16,7 @@ LAYERS = {
     "errors": 0,
     "_types": 0,
     "_fs": 0,
+    "_where": 0,
     "model": 1,
     "store": 2,
     "scan": 2,
@@ -225,6 +226,13 @@ EDGE_EXCEPTIONS = {
     # Whether the workspace was ever scanned (read through ws.open_store().meta),
     # which lengthens the hook's time bound.
     ("integrations._claude_hook", "scan", "CACHE_KEY"),
+    # Where a store's service listens and takes claims, and a workspace's default store:
+    # the relay finds the service without loading the library (its whole point).
+    ("cli._relay", "_where", "CLAIMS_DIR"),
+    ("cli._relay", "_where", "SOCKET_NAME"),
+    ("cli._relay", "_where", "SUN_PATH_MAX"),
+    ("cli._relay", "_where", "default_store_path"),
+    ("cli._relay", "_where", "service_dir"),
     # The one atomic writer (temp file, fsync, rename), for the settings file.
     ("integrations._claude_settings", "_fs", "atomic_write"),
 }

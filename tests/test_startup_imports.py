@@ -67,13 +67,16 @@ def _run(
     stdin: bytes = b"",
     *,
     cwd: Path | None = None,
+    relay: bool = False,
 ) -> tuple[subprocess.CompletedProcess[bytes], set[str]]:
     """Run ``takeback *argv`` in a new process; return it and the modules it had loaded.
 
-    ``store`` None: the workspace's default store, in the XDG data folder.
+    ``store`` None: the workspace's default store, in the XDG data folder. ``relay``
+    False: the command runs in this process even with the service running.
     """
     out = tmp_path / "modules.txt"
     env = {**os.environ, "TAKEBACK_HOOK_DEBUG": "1", "TB_MODULES_OUT": str(out)}
+    env["TAKEBACK_RELAY"] = "1" if relay else "0"
     if store is not None:
         env["TAKEBACK_STORE"] = str(store)
     proc = subprocess.run(
@@ -91,12 +94,16 @@ def _run(
     return proc, modules
 
 
-def _hook(ws: Path, store: Path, tmp_path: Path, payload: dict[str, Any]) -> tuple[str, set[str]]:
+def _hook(
+    ws: Path, store: Path, tmp_path: Path, payload: dict[str, Any], *, relay: bool = False
+) -> tuple[str, set[str]]:
     """Make a hook call; return what it logged that it did, and the modules it loaded."""
     log = store / "hook.log"
     before = log.read_text() if log.exists() else ""
     doc = {"session_id": "s", "cwd": str(ws), **payload}
-    _proc, modules = _run(["hook", "claude-code"], store, tmp_path, json.dumps(doc).encode())
+    _proc, modules = _run(
+        ["hook", "claude-code"], store, tmp_path, json.dumps(doc).encode(), relay=relay
+    )
     added = log.read_text()[len(before) :]
     return added, modules
 
@@ -143,6 +150,55 @@ def test_hook_calls_and_snapshots_load_only_what_they_run(tmp_path: Path) -> Non
         assert sorted(modules & NOT_IN_HOOKS) == []
         # A file tool's call reads one file: no snapshot, no service client, no engine.
         assert sorted(modules & {"takeback.scan._service", "takeback.ops._engine"}) == []
+
+
+#: All that a command the service runs may load in the caller's process (the relay): no
+#: store, no scan, no argument parser; a hook call adds its entry point and its bound.
+#: (The data folder's module only when no store is named.)
+RELAY = {
+    "takeback",
+    "takeback._where",
+    "takeback.cli",
+    "takeback.cli._relay",
+    "takeback.integrations",
+    "takeback.integrations._data_dir",
+}
+RELAY_HOOK = RELAY | {
+    "takeback.cli.hook_cmd",
+    "takeback.errors",
+    "takeback.integrations._claude_hook",
+}
+
+
+def test_a_call_the_service_runs_loads_only_the_relay(tmp_path: Path) -> None:
+    ws, store = tmp_path / "ws", tmp_path / "store"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    _run(["snapshot", "--root", str(ws)], store, tmp_path)
+    with running_service(ws, store):
+        _run(["snapshot", "--root", str(ws)], store, tmp_path, relay=True)
+        proc, modules = _run(["snapshot", "--root", str(ws), "--json"], store, tmp_path, relay=True)
+        assert json.loads(proc.stdout)["scan"]["mode"] == "service"
+        assert "takeback.cli._relay" in modules
+        assert sorted(m for m in modules if m.startswith("takeback") and m not in RELAY) == []
+        assert sorted(modules & {"argparse", "sqlite3", "hashlib", "socket", "zstandard"}) == []
+
+        done, modules = _hook(
+            ws, store, tmp_path, {"hook_event_name": "UserPromptSubmit", "prompt": "go"}, relay=True
+        )
+        assert "ok in" in done and "turn 1 begun" in done, done
+        assert "takeback.cli._relay" in modules
+        assert sorted(m for m in modules if m.startswith("takeback") and m not in RELAY_HOOK) == []
+        assert sorted(modules & {"argparse", "sqlite3", "hashlib", "socket", "zstandard"}) == []
+        status = json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "takeback", "service", "status", "--root", str(ws)]
+                + ["--store", str(store), "--json"],
+                capture_output=True,
+                check=True,
+            ).stdout
+        )
+        assert status["calls"] == 3
 
 
 def test_version_and_the_cli_package_import_almost_nothing(tmp_path: Path) -> None:

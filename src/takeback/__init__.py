@@ -6,11 +6,15 @@ point start without importing the storage engine.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+# Not ``typing.TYPE_CHECKING``: importing typing costs a command's start-up several ms,
+# and type checkers take any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from .errors import (
         ConflictError,
         PathError,
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
         SessionUsage,
         TurnOpResult,
     )
-    from .scan._service import ServicePaths, ServiceReply, ask_service
+    from .scan._service import ServicePaths, ServiceReply, answer_here, ask_service
     from .scan._watcher import Watcher
     from .workspace import (
         DEFAULT_SESSION,
@@ -89,6 +93,7 @@ _WHERE = {
     "UsageError": "errors",
     "Watcher": "scan._watcher",
     "Workspace": "workspace",
+    "answer_here": "scan._service",
     "ask_service": "scan._service",
     "copy_history": "workspace",
     "find_root": "workspace",
@@ -134,6 +139,7 @@ __all__ = [
     "Watcher",
     "Workspace",
     "__version__",
+    "answer_here",
     "ask_service",
     "copy_history",
     "find_root",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: see takeback/__init__.py
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -19,14 +19,17 @@ if TYPE_CHECKING:
 EXIT_BROKEN_PIPE = 141
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, relay: bool = True) -> int:
     """Run the command line and return the exit code.
+
+    With ``relay`` (the default), a command the workspace's running service takes is
+    run by it (``_relay``); the service itself runs what it takes with ``relay=False``.
 
     When the reader of stdout goes away early (``takeback status | head -1``), the
     output stops quietly, as git's does: no error, no traceback, exit 141.
     """
     try:
-        code = _main(argv)
+        code = _main(argv, relay)
         sys.stdout.flush()  # what is still buffered fails here, not at exit
     except BrokenPipeError:
         # Python would try to flush stdout again at exit and print an error about it:
@@ -38,13 +41,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _main(argv: Sequence[str] | None, relay: bool) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args in (["--version"], ["-V"]):
         from .. import __version__
 
         print(f"takeback {__version__}")
         return 0
+    if relay and "snapshot" in args:
+        # With the workspace's service running, it takes the snapshot (see ``_relay``).
+        from ._relay import try_command
+
+        code = try_command(args)
+        if code is not None:
+            return code
     if "hook" in args:
         # A hook call is parsed on its own, before the full parser: it starts faster, and a
         # bad option is logged instead of ending in exit 2 (which blocks the agent).

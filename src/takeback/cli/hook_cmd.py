@@ -126,7 +126,9 @@ def entry(argv: Sequence[str]) -> int | None:
         # Armed before stdin is read: an agent that never closes it must not hold us.
         deadline = Deadline.from_env(os.environ, call)
         deadline.start()
-        run(_read_stdin(), call, os.environ, deadline=deadline)
+        raw = _read_stdin()
+        if not _relayed(argv, call, raw, deadline):
+            run(raw, call, os.environ, deadline=deadline)
     except BaseException:  # noqa: BLE001, S110 - fail open; run() has logged what it could
         pass
     finally:
@@ -134,6 +136,46 @@ def entry(argv: Sequence[str]) -> int | None:
             deadline.stop()
         sys.stdout = saved
     return 0
+
+
+def _relayed(argv: Sequence[str], call: HookCall, raw: bytes, deadline: Deadline) -> bool:
+    """Have the workspace's running service record this call; False: record it here.
+
+    Every event but ``SessionStart`` (which may start the first snapshot in a process of
+    its own) is handed over. The caller keeps its bound: the ``Deadline`` is armed while
+    it waits.
+    """
+    import json
+
+    from ._relay import BrokeOff, exchange, store_for
+
+    if call.problems:
+        return False
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return False
+    if not isinstance(doc, dict) or doc.get("hook_event_name") in (None, "SessionStart"):
+        return False
+    env = os.environ
+    cwd = doc.get("cwd")
+    root = call.root or env.get("CLAUDE_PROJECT_DIR") or (cwd if isinstance(cwd, str) else None)
+    store = call.store or env.get("TAKEBACK_STORE")
+    if not root and not store:
+        return False
+    path = store_for(root=root, store=store, env=env, find_from=None)
+    if path is None:
+        return False
+    here = os.getcwd() if os.path.isdir(".") else "/"
+    try:
+        answer = exchange(path, list(argv), here, env, raw)
+    except BrokeOff as e:
+        from ..integrations._claude_hook import _append_log, _line, parse_payload
+
+        deadline.log_dir = path
+        _append_log(path, _line(parse_payload(raw), str(e)))
+        return True
+    return answer is not None
 
 
 def run(ctx: Ctx) -> int:

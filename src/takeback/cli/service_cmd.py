@@ -82,6 +82,7 @@ def run(ctx: Ctx) -> int:
     ws = ctx.workspace()
     if action == "run":
         from ..integrations._service import FULL_EVERY, IDLE_FULL, QUIET_EXIT
+        from ._served import run_call
 
         return _service.serve(
             ws.root,
@@ -90,6 +91,7 @@ def run(ctx: Ctx) -> int:
             idle_full=ctx.args.idle_full or IDLE_FULL,
             full_every=ctx.args.full_every or FULL_EVERY,
             faults=bool(os.environ.get(_service.FAULTS_ENV)),
+            runner=run_call,
         )
     if action == "start":
         ws.open_store(create=True)

@@ -8,7 +8,11 @@ folder (0700; the socket 0600), one JSON line per connection:
 - ``{"op": "mark", "service": ID, "gen": N}``: what changed since that mark (or why a
   full scan is needed), and a new mark;
 - ``{"op": "status"}``: what it watches and what it costs;
-- ``{"op": "stop"}``: it answers, then exits.
+- ``{"op": "stop"}``: it answers, then exits;
+- ``{"op": "run", "claim": C, "argv": [...], "cwd": ..., "env": {...}, ...}``: a command
+  the relay (``cli/_relay.py``) hands over: when it can still remove the claim file C it
+  answers ``{"taken": true}``, runs the command (the ``runner`` given to :func:`serve`)
+  and answers its exit code and output; otherwise it declines, and the caller runs it.
 
 It writes nothing in the workspace. It exits after ``quiet`` seconds without a
 question, when asked to, on SIGTERM, or when the store or the root goes away. A question
@@ -31,10 +35,16 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .. import ServicePaths, ask_service
+from .. import ServicePaths, answer_here, ask_service
+
+#: Runs one command line handed over by the relay: (argv, cwd, env, stdin) -> (exit
+#: code, stdout, stderr). The command line's (``cli/_served.py``), given by ``service run``.
+Runner = Callable[[list[str], str, dict[str, str], bytes | None], tuple[int, str, str]]
+#: How long claim files a caller left behind (it died before sending) are kept.
+CLAIM_MAX_AGE = 60.0
 
 #: Seconds without a question after which the service exits.
 QUIET_EXIT = 30 * 60.0
@@ -45,7 +55,8 @@ FULL_EVERY = 30 * 60.0
 #: How long a client may take to send its question.
 CLIENT_TIMEOUT = 1.0
 #: Set (to anything) in the service's environment: it also takes ``fault`` requests that
-#: make it behave as if its queue overflowed or the watch limit was reached (tests only).
+#: make it behave as if its queue overflowed or the watch limit was reached, or die once
+#: it has taken the next call (tests only).
 FAULTS_ENV = "TAKEBACK_SERVICE_FAULTS"
 #: ``0`` (or ``off``): hooks and ``watch`` do not start the service on demand.
 SERVICE_ENV = "TAKEBACK_SERVICE"
@@ -212,7 +223,7 @@ def status(store_path: str, *, timeout: float = 1.0) -> dict[str, Any]:
 # -- the service itself --------------------------------------------------------------------
 
 
-class _Stop(Exception):  # noqa: N818 - a signal, not an error
+class _Stop(BaseException):  # noqa: N818 - a signal, not an error (no call catches it)
     """SIGTERM or SIGINT: leave the loop at once."""
 
 
@@ -226,8 +237,10 @@ class _Service:
         idle_full: float,
         full_every: float,
         faults: bool,
+        runner: Runner | None = None,
     ) -> None:
         self.root = root
+        self.runner = runner
         self.store = store_path
         self.paths = ServicePaths(store_path)
         self.quiet = quiet
@@ -240,9 +253,17 @@ class _Service:
         self.watcher = Watcher(root, exclude=[store_path])
         self.started = time.time()
         self.last_query = time.monotonic()
+        #: the last question or call of any kind (the quiet exit counts from it)
+        self.last_call = time.monotonic()
         self.last_full = time.monotonic()
         self.questions = 0
+        self.calls = 0
         self.done = False
+        #: a fault: the next call taken is not run, the service dies instead (tests only)
+        self.die_in_call = False
+        self.claims = self.paths.claims
+        #: the installed takeback this service runs (a call from another is declined)
+        self.package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
     def answer(self, req: Any) -> dict[str, Any]:
         op = req.get("op") if isinstance(req, dict) else None
@@ -259,6 +280,8 @@ class _Service:
                 from inotify_simple import flags
 
                 self.watcher.process([(-1, flags.Q_OVERFLOW, 0, "")])
+            elif kind == "die-in-call":
+                self.die_in_call = True
             elif kind == "watch-limit":
                 self.watcher.degraded = (
                     "the inotify watch limit was reached (fs.inotify.max_user_watches)"
@@ -269,7 +292,7 @@ class _Service:
     def mark(self, req: dict[str, Any]) -> dict[str, Any]:
         now = time.monotonic()
         idle = now - self.last_query
-        self.last_query = now
+        self.last_query = self.last_call = now
         self.questions += 1
         gen = req.get("gen")
         token = gen if req.get("service") == self.id and isinstance(gen, int) else None
@@ -315,7 +338,8 @@ class _Service:
             "overflows": st.overflows,
             "events": st.events,
             "questions": self.questions,
-            "idle_s": round(time.monotonic() - self.last_query, 3),
+            "calls": self.calls,
+            "idle_s": round(time.monotonic() - self.last_call, 3),
             "quiet_exit_s": self.quiet,
             "rss_bytes": rss,
         }
@@ -338,13 +362,102 @@ class _Service:
                     req = json.loads(data)
                 except ValueError:
                     req = None
+                if isinstance(req, dict) and req.get("op") == "run":
+                    self.run_call(conn, req)
+                    return
                 out = self.answer(req)
                 conn.sendall(json.dumps(out, separators=(",", ":")).encode() + b"\n")
             except OSError:
                 return
 
+    def run_call(self, conn: socket.socket, req: dict[str, Any]) -> None:
+        """Take a call the relay hands over, run it, and answer what it printed."""
+        self.last_call = time.monotonic()
+        why = self._refuse(req)
+        if why:
+            conn.sendall(json.dumps({"declined": why}).encode() + b"\n")
+            return
+        try:
+            # The claim is the caller's until removed: removing it is taking the call.
+            os.unlink(os.path.join(self.claims, req["claim"]))
+        except FileNotFoundError:
+            conn.sendall(b'{"declined":"the caller withdrew it"}\n')
+            return
+        self.calls += 1
+        try:
+            conn.sendall(b'{"taken":true}\n')
+        except OSError:
+            pass  # the caller is gone: the call runs all the same, as it would have there
+        if self.die_in_call:
+            os._exit(9)
+        assert self.runner is not None
+        stdin = req.get("stdin")
+        try:
+            code, out, err = self.runner(
+                list(req["argv"]),
+                str(req["cwd"]),
+                {str(k): str(v) for k, v in req["env"].items()},
+                stdin.encode("latin-1") if isinstance(stdin, str) else None,
+            )
+        except Exception as e:  # noqa: BLE001 - one call's failure must not end the service
+            self.log(f"a call failed: {e!r}", e)
+            code, out, err = 1, "", f"takeback: error: the service failed to run it: {e!r}\n"
+        try:
+            answer = {"code": code, "out": out, "err": err}
+            conn.settimeout(CLIENT_TIMEOUT)
+            conn.sendall(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
+        except OSError:
+            pass  # the caller gave up waiting (its bound passed): what ran is recorded
+
+    def _refuse(self, req: dict[str, Any]) -> str:
+        """Return why this service does not take a call ('' when it does)."""
+        if self.runner is None:
+            return "this service runs no calls"
+        if req.get("package") != self.package:
+            return "the service runs another installation of takeback"
+        claim = req.get("claim")
+        if not isinstance(claim, str) or len(claim) != 24 or not _is_hex(claim):
+            return "no claim"
+        argv, cwd, env = req.get("argv"), req.get("cwd"), req.get("env")
+        if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+            return "no command line"
+        if not isinstance(cwd, str) or not isinstance(env, dict):
+            return "no folder or environment"
+        return ""
+
+    def sweep_claims(self) -> None:
+        """Remove claim files that callers who died before sending left behind."""
+        try:
+            names = os.listdir(self.claims)
+        except OSError:
+            return
+        old = time.time() - CLAIM_MAX_AGE
+        for name in names:
+            path = os.path.join(self.claims, name)
+            try:
+                if os.lstat(path).st_mtime < old:
+                    os.unlink(path)
+            except OSError:
+                pass
+
+    def log(self, text: str, e: BaseException | None = None) -> None:
+        """Write a line (and a traceback) to the service's log."""
+        try:
+            import traceback
+
+            with open(self.paths.log, "a", encoding="utf-8") as f:
+                f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}\n")
+                if e is not None:
+                    f.write("".join(traceback.format_exception(e)))
+        except OSError:
+            pass
+
     def gone(self) -> bool:
         return not os.path.isdir(self.root) or not os.path.isdir(self.paths.dir)
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
 
 
 def _span(seconds: float) -> str:
@@ -380,8 +493,12 @@ def serve(
     idle_full: float = IDLE_FULL,
     full_every: float = FULL_EVERY,
     faults: bool = False,
+    runner: Runner | None = None,
 ) -> int:
     """Run the service in this process until it is done; return an exit status.
+
+    With ``runner``, it also takes the calls the relay hands over and runs them with it;
+    while it does, the snapshots they take ask this service what changed without a socket.
 
     Returns 0 when it ran and stopped, or when another service already runs here; 2 when
     it could not start (no store).
@@ -404,7 +521,13 @@ def serve(
     signal.signal(signal.SIGTERM, _term)
     signal.signal(signal.SIGINT, _term)
     svc = _Service(
-        root, store_path, quiet=quiet, idle_full=idle_full, full_every=full_every, faults=faults
+        root,
+        store_path,
+        quiet=quiet,
+        idle_full=idle_full,
+        full_every=full_every,
+        faults=faults,
+        runner=runner,
     )
     listener: socket.socket | None = None
     try:
@@ -415,12 +538,16 @@ def serve(
             os.unlink(paths.socket)
         except FileNotFoundError:
             pass
+        if runner is not None:
+            os.makedirs(svc.claims, mode=0o700, exist_ok=True)
+            # Calls run in this process ask this service what changed, not its socket.
+            answer_here(os.path.realpath(store_path), svc.mark)
         listener = _bind(paths.socket)
-        svc.last_query = time.monotonic()
+        svc.last_query = svc.last_call = time.monotonic()
         ino = svc.watcher.fileno()
         lfd = listener.fileno()
         while not svc.done:
-            left = svc.quiet - (time.monotonic() - svc.last_query)
+            left = svc.quiet - (time.monotonic() - svc.last_call)
             if left <= 0:
                 break
             try:
@@ -431,22 +558,18 @@ def serve(
                 svc.watcher.drain()
             if lfd in ready:
                 svc.serve_one(listener)
-            if not ready and svc.gone():
-                break
+            if not ready:
+                if svc.gone():
+                    break
+                svc.sweep_claims()
         return 0
     except _Stop:
         return 0
     except BaseException as e:
-        try:
-            import traceback
-
-            with open(paths.log, "a", encoding="utf-8") as f:
-                f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} service failed: {e!r}\n")
-                f.write("".join(traceback.format_exception(e)))
-        except OSError:
-            pass
+        svc.log(f"service failed: {e!r}", e)
         return 1
     finally:
+        answer_here(os.path.realpath(store_path), None)
         if listener is not None:
             listener.close()
             try:

@@ -13,19 +13,17 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from .._where import CLAIMS_DIR, PID_NAME, SERVICE_DIR, SOCKET_NAME, SUN_PATH_MAX, service_dir
 
 if TYPE_CHECKING:
     import socket
 
-SERVICE_DIR = "service"
-SOCKET_NAME = "sock"
-PID_NAME = "pid"
 #: How long a scan waits for the service's answer before it scans in full.
 ASK_TIMEOUT = 0.5
-#: Unix socket paths longer than this are reached through ``/proc/self/fd``.
-_SUN_PATH_MAX = 100
 
 
 class ServiceError(Exception):
@@ -56,6 +54,11 @@ class ServicePaths:
     def pid(self) -> str:
         """Its pid file, locked while it runs: one service per workspace."""
         return os.path.join(self.dir, PID_NAME)
+
+    @property
+    def claims(self) -> str:
+        """The claim files of the calls the relay hands over (see ``cli/_relay.py``)."""
+        return os.path.join(self.dir, CLAIMS_DIR)
 
     @property
     def log(self) -> str:
@@ -112,9 +115,25 @@ class Changes:
     ms: float = 0.0
 
 
-def service_dir(store_path: str) -> str:
-    """Return the store's folder for the service (socket, pid file)."""
-    return os.path.join(store_path, SERVICE_DIR)
+#: store folder (real path) -> who answers its questions in this very process: the
+#: service itself (it runs the calls the relay hands it, and their scans ask it without
+#: a socket), or the reason none will (the relay found it stuck: no second wait).
+_HERE: dict[str, Callable[[dict[str, Any]], Any] | str] = {}
+
+
+def answer_here(store_path: str, answer: Callable[[dict[str, Any]], Any] | str | None) -> None:
+    """Say who answers this process's questions about ``store_path``.
+
+    Args:
+        store_path: the store's folder, as a real path.
+        answer: takes a request and returns the answer the socket would carry; or why
+            the service cannot answer (every question then gets that reason at once, and
+            a full scan); None: ask over the socket again.
+    """
+    if answer is None:
+        _HERE.pop(store_path, None)
+    else:
+        _HERE[store_path] = answer
 
 
 def ask_service(
@@ -147,7 +166,7 @@ def connect(store_path: str, timeout: float) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
-        if len(os.fsencode(path)) <= _SUN_PATH_MAX:
+        if len(os.fsencode(path)) <= SUN_PATH_MAX:
             sock.connect(path)
         else:
             fd = os.open(service_dir(store_path), os.O_PATH | os.O_DIRECTORY)
@@ -176,6 +195,11 @@ def ask(store_path: str, request: dict[str, Any], *, timeout: float = ASK_TIMEOU
     Raises:
         ServiceError: no service, no answer in time, or an answer that is not JSON.
     """
+    here = _HERE.get(store_path)
+    if isinstance(here, str):
+        raise ServiceError(here)
+    if here is not None:
+        return here(request)
     deadline = time.monotonic() + timeout
     sock = connect(store_path, timeout)
     try:

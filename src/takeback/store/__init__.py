@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._where import default_store_path
 from ._api import Meta, Objects, Store
 from ._copy import COPY_TABLES, LOCAL_SETTINGS
 from ._meta import ChangeRow, MetaStore, OpRow, TouchRow, TurnRow
@@ -12,7 +13,6 @@ from ._store import (
     FORMAT_VERSION,
     RESERVE_BYTES,
     FolderStore,
-    default_store_path,
     disk_free,
     disk_usage,
     make_reserve,

@@ -17,7 +17,6 @@ Layout of a store folder (0700; every file 0600)::
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import sqlite3
@@ -43,13 +42,6 @@ _MARKER = "store.json"
 _RESERVE = "reserve"
 #: How much room the store keeps for gc (what its deletions write to SQLite's log).
 RESERVE_BYTES = 4 << 20
-
-
-def default_store_path(root: str, data_dir: str) -> str:
-    """Return the store folder for a workspace: one per real root path, under ``data_dir``."""
-    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
-    base = os.path.basename(root.rstrip("/")) or "root"
-    return os.path.join(data_dir, "workspaces", f"{base}-{digest}")
 
 
 def read_marker(path: str) -> dict[str, Any] | None:

@@ -1,0 +1,51 @@
+"""Base layer: where things live, known without loading the library.
+
+A workspace's default store folder, and the watching service's files inside a store.
+The command line's relay (``cli/_relay.py``) finds the service from these alone, so a
+snapshot or a hook call that the service takes costs a process start and little more.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # not typing's: see takeback/__init__.py
+if TYPE_CHECKING:
+    from typing import Any
+
+#: The service's folder in a store (0700): its socket, pid file, log and claims.
+SERVICE_DIR = "service"
+SOCKET_NAME = "sock"
+PID_NAME = "pid"
+#: The folder of claim files: one per call handed to the service (see ``cli/_relay.py``).
+CLAIMS_DIR = "claims"
+#: Unix socket paths longer than this are reached through ``/proc/self/fd``.
+SUN_PATH_MAX = 100
+
+
+def default_store_path(root: str, data_dir: str) -> str:
+    """Return the store folder for a workspace: one per real root path, under ``data_dir``."""
+    digest = _sha256(os.fsencode(root)).hexdigest()[:16]
+    base = os.path.basename(root.rstrip("/")) or "root"
+    return os.path.join(data_dir, "workspaces", f"{base}-{digest}")
+
+
+def service_dir(store_path: str) -> str:
+    """Return the store's folder for the service (socket, pid file)."""
+    return os.path.join(store_path, SERVICE_DIR)
+
+
+def _sha256(data: bytes) -> Any:
+    """SHA-256 of ``data``, from CPython's own module when there is one.
+
+    ``hashlib`` loads OpenSSL, which costs a new process about 2 ms; the relay computes
+    one digest, and the built-in module gives the same one.
+    """
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data)

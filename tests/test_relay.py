@@ -1,0 +1,260 @@
+"""The relay: with the service running, it runs `takeback snapshot` and hook calls, once each.
+
+Every test runs the real command in a subprocess against a real service process. What a
+user checks: the command prints and records what it would have run by itself, with the
+caller's folder and environment; no call is ever recorded twice or lost, whether the
+service is stopped, dies half way, or is another installation's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from takeback import ask_service
+from takeback.integrations import _service
+from takeback.store import default_store_path
+from tests._service import running_service
+from tests.conftest import CLI
+
+
+@pytest.fixture
+def ws(ws_dir: Path) -> Path:
+    for d in ("a", "b", "sub/deep"):
+        (ws_dir / d).mkdir(parents=True)
+        for i in range(3):
+            (ws_dir / d / f"f{i}.txt").write_text(f"{d} {i}\n")
+    return ws_dir
+
+
+@pytest.fixture
+def service(tb: CLI, ws: Path, store_dir: Path) -> Iterator[int]:
+    """A running service (it takes calls) over a workspace with one snapshot."""
+    tb("snapshot")
+    with running_service(ws, store_dir, faults=True) as pid:
+        yield pid
+
+
+def _calls(store: Path) -> int:
+    got = _service.status(str(store))
+    assert got.get("answering"), got
+    return int(got["calls"])
+
+
+def _snapshots(tb: CLI, *args: str) -> list[dict[str, Any]]:
+    """Every session's snapshots, newest first."""
+    rows: list[dict[str, Any]] = json.loads(tb("log", "--all", "--json", *args).stdout)
+    return rows
+
+
+def test_a_snapshot_the_service_runs_is_the_one_the_command_would_take(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    before = _calls(store_dir)
+    tb("snapshot")  # the service's first mark
+    (ws / "a" / "f1.txt").write_text("changed\n")
+    got = json.loads(tb("snapshot", "--json", "-m", "after the edit").stdout)
+    assert got["scan"] == {"mode": "service", "reason": "1 folder(s) changed"}
+    assert got["message"] == "after the edit"
+    assert _calls(store_dir) == before + 2
+    # Run here instead, nothing changed since: the same tree.
+    here = json.loads(tb("snapshot", "--json", env={"TAKEBACK_RELAY": "0"}).stdout)
+    assert here["scan"]["mode"] == "service"
+    same = json.loads(tb("diff", got["id"], here["id"], "--json").stdout)
+    assert same["files"] == []
+    assert _calls(store_dir) == before + 2
+    short = tb("snapshot", "--message=plain").stdout.strip()
+    assert [s["message"] for s in _snapshots(tb)[:3]] == ["plain", "", "after the edit"]
+    assert _snapshots(tb)[0]["id"].startswith(short)
+
+
+def test_the_callers_folder_environment_and_errors_are_the_ones_used(
+    tb: CLI, ws: Path, tmp_path: Path
+) -> None:
+    # The default store, found from a subfolder as git finds its top: no store named.
+    default = Path(default_store_path(str(ws.resolve()), str(tmp_path / "home/data/takeback")))
+    no_store = {"TAKEBACK_STORE": ""}
+    tb("snapshot", env=no_store)
+    assert (default / "store.json").is_file()
+    with running_service(ws, default):
+        got = json.loads(
+            tb(
+                "snapshot",
+                "--json",
+                cwd=ws / "sub" / "deep",
+                env={**no_store, "TAKEBACK_SESSION": "theirs"},
+            ).stdout
+        )
+        assert got["session"] == "theirs"
+        assert got["scan"]["mode"] in ("service", "full")
+        assert _calls(default) == 1
+        # An error is the command's own: its message on stderr and its exit code.
+        bad = tb("snapshot", "--root", str(ws / "a" / "f0.txt"), env=no_store, check=2)
+        assert bad.stdout == ""
+        assert bad.stderr.startswith("takeback: error: ") and "f0.txt" in bad.stderr
+        assert _calls(default) == 1  # that root has no service: it ran here
+        store_named = {"TAKEBACK_STORE": str(default)}
+        bad = tb("snapshot", "--root", str(ws / "a" / "f0.txt"), env=store_named, check=2)
+        assert bad.stderr.startswith("takeback: error: ") and "f0.txt" in bad.stderr
+        assert _calls(default) == 2  # run by the service, which said the same
+
+
+def test_a_stopped_service_never_gets_to_run_a_call_a_second_time(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    tb("snapshot")
+    before, count = _calls(store_dir), len(_snapshots(tb))
+    os.kill(service, signal.SIGSTOP)
+    try:
+        (ws / "b" / "f2.txt").write_text("while it was stopped\n")
+        t0 = time.monotonic()
+        got = json.loads(tb("snapshot", "--json").stdout)
+        took = time.monotonic() - t0
+    finally:
+        os.kill(service, signal.SIGCONT)
+    assert took < 10
+    # Run here: the scan asked the stopped service what changed and got no answer.
+    assert got["scan"]["mode"] == "full"
+    # Woken, the service finds the call withdrawn: it runs nothing.
+    assert _calls(store_dir) == before
+    assert len(_snapshots(tb)) == count + 1
+    assert os.listdir(store_dir / "service" / "claims") == []
+    (ws / "b" / "f2.txt").write_text("after\n")
+    tb("snapshot")
+    assert _calls(store_dir) == before + 1
+    assert len(_snapshots(tb)) == count + 2
+
+
+def test_a_service_that_dies_with_a_call_says_so_and_never_runs_it_twice(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    count = len(_snapshots(tb))
+    ask_service(str(store_dir), {"op": "fault", "kind": "die-in-call"})
+    broke = tb("snapshot", check=1)
+    assert broke.stdout == ""
+    assert "stopped answering" in broke.stderr and "takeback log" in broke.stderr
+    assert len(_snapshots(tb)) == count  # it died before running it; nor did the caller
+    # The service is gone: the next call runs here.
+    assert json.loads(tb("snapshot", "--json").stdout)["scan"]["mode"] == "full"
+    assert len(_snapshots(tb)) == count + 1
+
+
+def test_a_hook_call_whose_service_dies_fails_open_and_logs_it(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    ask_service(str(store_dir), {"op": "fault", "kind": "die-in-call"})
+    doc = {"session_id": "s", "cwd": str(ws), "hook_event_name": "UserPromptSubmit"}
+    proc = tb("hook", "claude-code", input=json.dumps({**doc, "prompt": "go"}).encode())
+    assert proc.stdout == "" and proc.stderr == ""
+    assert "stopped answering" in (store_dir / "hook.log").read_text()
+
+
+def _hook_run(tb: CLI, ws: Path, env: dict[str, str]) -> None:
+    base = {"session_id": "s", "cwd": str(ws)}
+
+    def hook(**p: Any) -> None:
+        proc = tb("hook", "claude-code", input=json.dumps({**base, **p}).encode(), env=env)
+        assert proc.stdout == "" and proc.stderr == ""
+
+    hook(hook_event_name="UserPromptSubmit", prompt="tidy up")
+    call = {"tool_name": "Bash", "tool_use_id": "t1", "tool_input": {"command": "sed -i"}}
+    hook(hook_event_name="PreToolUse", **call)
+    (ws / "a" / "f0.txt").write_text("by the command\n")
+    (ws / "b" / "f1.txt").unlink()
+    hook(hook_event_name="PostToolUse", **call)
+    write = {"file_path": str(ws / "sub" / "new.txt"), "content": "x"}
+    hook(hook_event_name="PreToolUse", tool_name="Write", tool_use_id="w1", tool_input=write)
+    (ws / "sub" / "new.txt").write_text("x")
+    hook(hook_event_name="Stop")
+
+
+def _record(tb: CLI) -> list[tuple[str, Any, Any, str]]:
+    return [(s["kind"], s["turn"], s["step"], s["message"]) for s in _snapshots(tb, "-n", "50")]
+
+
+def test_hook_calls_the_service_runs_record_what_calls_run_here_do(
+    tb: CLI, ws: Path, store_dir: Path, tmp_path: Path
+) -> None:
+    twin_ws, twin_store = tmp_path / "twin", tmp_path / "twin-store"
+    os.rename(ws, twin_ws)
+    twin = CLI(twin_ws, twin_store)
+    ws.mkdir()
+    for d in ("a", "b", "sub/deep"):
+        (ws / d).mkdir(parents=True)
+        for i in range(3):
+            (ws / d / f"f{i}.txt").write_text(f"{d} {i}\n")
+    local = {"TAKEBACK_RELAY": "0"}
+    twin("snapshot")
+    _hook_run(twin, twin_ws, local)
+    tb("snapshot")
+    with running_service(ws, store_dir):
+        _hook_run(tb, ws, {})
+        assert _calls(store_dir) == 5
+    assert _record(tb) == _record(twin)
+    changes = json.loads(tb("changes", "--session", "s", "--json").stdout)["changes"]
+    twin_changes = json.loads(twin("changes", "--session", "s", "--json").stdout)["changes"]
+    assert changes == twin_changes
+    assert [(c["path"], c["status"]) for c in changes] == [
+        ("a/f0.txt", "modified"),
+        ("b/f1.txt", "deleted"),
+        ("sub/new.txt", "created"),
+    ]
+    tb("undo", "--session", "s")
+    assert (ws / "a" / "f0.txt").read_text() == "a 0\n"
+    assert (ws / "b" / "f1.txt").read_text() == "b 1\n"
+    assert not (ws / "sub" / "new.txt").exists()
+
+
+def _ask_raw(store: Path, request: dict[str, Any]) -> list[dict[str, Any]]:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(str(store / "service" / "sock"))
+    try:
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    finally:
+        sock.close()
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def test_a_call_meant_for_another_installation_or_without_its_claim_is_declined(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    import takeback
+
+    claims = store_dir / "service" / "claims"
+    claim = "ab" * 12
+    (claims / claim).write_bytes(b"")
+    call = {
+        "op": "run",
+        "claim": claim,
+        "package": "/somewhere/else/takeback",
+        "argv": ["snapshot"],
+        "cwd": str(ws),
+        "env": dict(os.environ, TAKEBACK_STORE=str(store_dir)),
+        "stdin": None,
+    }
+    count = len(_snapshots(tb))
+    got = _ask_raw(store_dir, call)
+    assert len(got) == 1 and "another installation" in got[0]["declined"]
+    assert (claims / claim).exists()  # still the caller's: it runs the call itself
+    (claims / claim).unlink()
+    mine = os.path.dirname(os.path.abspath(takeback.__file__))
+    got = _ask_raw(store_dir, {**call, "package": mine})
+    assert got == [{"declined": "the caller withdrew it"}]
+    assert len(_snapshots(tb)) == count
+    (claims / claim).write_bytes(b"")
+    got = _ask_raw(store_dir, {**call, "package": mine})
+    assert got[0] == {"taken": True} and got[1]["code"] == 0
+    assert not (claims / claim).exists()
+    assert len(_snapshots(tb)) == count + 1
