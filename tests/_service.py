@@ -11,7 +11,7 @@ from pathlib import Path
 
 from takeback.integrations import _service
 from takeback.ops import Options
-from takeback.scan import Scanner
+from takeback.scan import Scanner, ScanResult
 from takeback.store import Store
 
 
@@ -62,6 +62,11 @@ def stop_for_good(store: Path, pid: int) -> None:
 
 def full_tree(store: Store, opts: Options | None = None) -> str:
     """The root tree id a scan with no cache finds now (objects go to ``store``)."""
+    return full_scan(store, opts).tree
+
+
+def full_scan(store: Store, opts: Options | None = None) -> ScanResult:
+    """What a scan with no cache finds now (objects go to ``store``)."""
     opts = opts or Options()
     scanner = Scanner(
         store.root,
@@ -72,6 +77,6 @@ def full_tree(store: Store, opts: Options | None = None) -> str:
         exclude_env=opts.exclude_env,
         exclude=[store.path],
     )
-    tree = scanner.scan().tree
+    result = scanner.scan()
     store.objects.flush()
-    return tree
+    return result

@@ -151,3 +151,60 @@ def test_a_long_scan_reports_its_progress(tmp_path: Path) -> None:
         info = ws.snapshot(on_progress=seen.append)
     assert info.files == 1200
     assert seen == [500, 1000]
+
+
+def test_a_hinted_scan_counts_and_names_what_a_full_scan_does(tmp_path: Path) -> None:
+    # A scan that lists a few folders starts from the old cache as a whole: folders gone
+    # must leave it, with their files and their too-large files, and new ones count.
+    import shutil
+
+    from takeback.scan import Scanner
+
+    root = tmp_path / "ws"
+    for d in ("a/b/c", "d", "e/f"):
+        (root / d).mkdir(parents=True)
+    (root / "a" / "big").write_bytes(b"x" * 300)
+    (root / "a" / "b" / "c" / "big").write_bytes(b"y" * 300)
+    (root / "a" / "b" / "c" / "small").write_text("s\n")
+    (root / "d" / "z").write_bytes(b"z" * 300)
+    (root / "e" / "f" / "g").write_text("g\n")
+    store = FolderStore.open(str(tmp_path / "store"), str(root), create=True)
+    cache: dict[str, bytes] = {}
+    rows: dict[str, bytes] = {}
+
+    def scanner(use_cache: bool) -> Scanner:
+        return Scanner(
+            str(root),
+            put=store.objects.put,
+            cache_get=cache.get if use_cache else (lambda _key: None),
+            dircache_get=lambda ds: {d: rows[d] for d in ds if d in rows} if use_cache else {},
+            max_file_bytes=100,
+        )
+
+    def keep(result: object) -> None:
+        got = result.cache  # type: ignore[attr-defined]
+        if got is not None:
+            cache[CACHE_KEY] = got
+        for d, row in result.cache_rows.items():  # type: ignore[attr-defined]
+            if row is None:
+                rows.pop(d, None)
+            else:
+                rows[d] = row
+
+    first = scanner(False).scan()
+    assert (first.files, first.skipped_count) == (2, 3)
+    keep(first)
+    shutil.rmtree(root / "a" / "b")
+    (root / "e" / "f" / "big").write_bytes(b"b" * 300)
+    (root / "e" / "f" / "h").write_text("h\n")
+    (root / "d" / "z").write_text("small now\n")
+    hinted = scanner(True).scan(hint=["a", "e/f", "d"])
+    full = scanner(False).scan()
+    assert hinted.tree == full.tree
+    assert (hinted.files, hinted.skipped_count) == (full.files, full.skipped_count) == (3, 2)
+    assert sorted(hinted.skipped) == sorted(full.skipped) == ["a/big", "e/f/big"]
+    keep(hinted)
+    # Its cache, checked folder by folder with nothing named, is the tree as it is.
+    checked = scanner(True).scan()
+    assert (checked.tree, checked.files, checked.skipped_count) == (full.tree, 3, 2)
+    store.close()

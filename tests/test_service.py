@@ -25,7 +25,7 @@ from takeback.integrations import _service
 from takeback.ops import Options, scan
 from takeback.store import FolderStore
 
-from ._service import alive, full_tree, running_service, stop_for_good
+from ._service import alive, full_scan, full_tree, running_service, stop_for_good
 from .conftest import CLI, files_state
 
 KINDS = (
@@ -157,7 +157,13 @@ def test_a_snapshot_the_service_feeds_equals_a_full_scan(
                     n += 1
                     _apply(root, outside, kind, seed, data, n)
                 got = scan(store, opts)
-                assert got.tree == full_tree(store), (batch, got.reason)
+                full = full_scan(store)
+                assert got.tree == full.tree, (batch, got.reason)
+                assert (got.files, got.skipped_count, got.unreadable_count) == (
+                    full.files,
+                    full.skipped_count,
+                    full.unreadable_count,
+                )
                 if rules_before or any(kind == "ignore-edit" for kind, _s, _d in batch):
                     # A full scan when an ignore file was written or removed (any
                     # operation may meet one), unless its folder was moved since and so
@@ -165,6 +171,9 @@ def test_a_snapshot_the_service_feeds_equals_a_full_scan(
                     assert got.mode == "service" or "ignore rules changed" in got.reason
                 else:
                     assert got.mode == "service", got.reason
+            # The cache those scans saved serves a scan that checks every folder too.
+            again = scan(store, opts, use_service=False)
+            assert (again.tree, again.files) == (full.tree, full.files)
     finally:
         store.close()
 

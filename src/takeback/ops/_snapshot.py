@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -86,6 +87,9 @@ class Recording:
                 meta.add_touch(session, turn, path, encode_state(e), None)
 
 
+#: A service-fed scan of at most this many folders reads and writes on the calling thread.
+FEW_FOLDERS = 64
+
 #: The kv key of the service mark the scan cache was taken at (b"": none).
 MARK_KEY = "service-mark"
 
@@ -144,12 +148,15 @@ def scan(
         exclude=[store.path],
         pack=store.objects.pack,
         put_packed=store.objects.put_packed,
-        workers=read_workers(),
+        # A few folders the service named: reading their files here costs less than
+        # handing them to threads and waiting for them.
+        workers=read_workers() if hint is None or len(hint) > FEW_FOLDERS else 0,
         forks=check_forks(),
     )
     # Full batches of objects are committed by a writer thread while the walk goes on
-    # (a first snapshot writes hundreds of megabytes).
-    with store.objects.write_behind():
+    # (a first snapshot writes hundreds of megabytes); a few folders' are committed here.
+    behind = store.objects.write_behind() if hint is None or len(hint) > FEW_FOLDERS else None
+    with behind or contextlib.nullcontext():
         result = scanner.scan(hint=hint, recheck_index=bool(changes and changes.index))
         # Objects first, then the cache rows that name them: a crash in between leaves
         # unreferenced objects, never a cache entry pointing at nothing. The cache and the

@@ -128,6 +128,36 @@ def cached_ids(fast: bytes | None, details: Iterable[bytes]) -> tuple[set[str], 
     return trees, blobs
 
 
+#: The scan cache this process last decoded or encoded, the folders it holds, and their
+#: counts once summed (files, too-large files and the first named, unreadable paths and
+#: the first named). A process that scans again and again (the watching service, which
+#: runs the snapshots handed to it) does not decode the same bytes twice. One tuple,
+#: replaced whole: a thread reads a consistent one. Nothing changes the folders dict.
+_LAST: tuple[bytes, dict[str, _Fast], tuple[Any, ...] | None] = (b"", {}, None)
+
+
+def _decoded(raw: bytes) -> dict[str, _Fast]:
+    """Return the folders of a scan cache (empty for one that cannot be read)."""
+    last = _LAST
+    if raw == last[0]:
+        return last[1]
+    try:
+        folders = marshal.loads(raw)
+    except (ValueError, EOFError, TypeError):
+        return {}
+    if not isinstance(folders, dict) or any(
+        not isinstance(v, tuple) or len(v) != _FAST_LEN for v in folders.values()
+    ):
+        return {}
+    _remember(raw, folders)
+    return folders
+
+
+def _remember(raw: bytes, folders: dict[str, _Fast], counts: tuple[Any, ...] | None = None) -> None:
+    global _LAST
+    _LAST = (raw, folders, counts)
+
+
 class _Unreadable(Exception):  # noqa: N818 - internal signal, never leaves the scan
     """A folder or file cannot be read; ``reason`` says why, in a few words."""
 
@@ -288,6 +318,10 @@ class Scanner:
         self._workers = workers if pack is not None and put_packed is not None else 0
         self._pool: ThreadPoolExecutor | None = None
         self._forks = forks
+        #: the new cache starts as a copy of the old (a scan that lists a few folders)
+        self._bulk = False
+        #: with ``_bulk``: the folders whose entry was replaced, added or dropped
+        self._touched: set[str] = set()
         #: folder -> its detailed cache row and the reads handed to the pool, by name
         self._reads: dict[str, tuple[dict[str, Any], dict[str, Future[list[Any]]]]] = {}
 
@@ -317,12 +351,7 @@ class Scanner:
         self._racy_ns = time.time_ns() - GRANULARITY_NS
         raw = self._cache_get(CACHE_KEY)
         if raw:
-            try:
-                self._old = marshal.loads(raw)
-            except (ValueError, EOFError, TypeError):
-                self._old = {}
-            if any(len(v) != _FAST_LEN for v in self._old.values()):
-                self._old = {}
+            self._old = _decoded(raw)
         try:
             st = os.lstat(self.root)
         except OSError as e:
@@ -348,7 +377,14 @@ class Scanner:
                 self._new = self._old
                 self._count_all()
             else:
+                if revisit is not None and "" in self._old:
+                    # Every folder not listed again is taken as it was: start from all
+                    # of them, replace those listed again, drop those that went away.
+                    self._bulk = True
+                    self._new = dict(self._old)
                 tree_id = self._walk("", rules, key, False, revisit)
+                if self._bulk:
+                    self._count_bulk()
         except _Unreadable as e:
             raise ScanError(
                 f"cannot read the workspace root {self.root}: {e.reason}", path=self.root
@@ -358,6 +394,15 @@ class Scanner:
         cache: bytes | None = None
         if self._new != self._old:
             cache = marshal.dumps(self._new)
+            # This scan's sums are the new cache's: the next scan need not add them up.
+            counts = (
+                self._files,
+                self._large_count,
+                tuple(self._large),
+                self._unread_count,
+                tuple(self._unread),
+            )
+            _remember(cache, self._new, counts)
             for gone in self._old.keys() - self._new.keys():
                 self._detail_out[gone] = None
         return ScanResult(
@@ -592,7 +637,8 @@ class Scanner:
     ) -> str:
         old = self._old.get(rel)
         if revisit is not None and rel not in revisit and old is not None:
-            self._keep_subtree(rel)
+            if not self._bulk:
+                self._keep_subtree(rel)
             return str(old[_TREE])
         got = self._list(rel, rules, key, excluded, old)
         if self._workers and (
@@ -614,6 +660,10 @@ class Scanner:
                 closed[name] = e.reason
         children = tuple(ids)
         names = tuple(name for name, _m in got.subdirs)
+        if self._bulk and old is not None:
+            # Subfolders gone, left out or unreadable now: their cached entries go too.
+            for name in set(old[_NAMES]).difference(names).union(closed):
+                self._drop_subtree(prefix + name)
         if (
             old is not None
             and old[_STAT] == got.stat_key
@@ -621,7 +671,8 @@ class Scanner:
             and old[_LISTING] == got.listing_key
         ):
             self._new[rel] = old
-            self._count(old[_FILES], old[_LARGE], old[_UNREAD])
+            if not self._bulk:
+                self._count(old[_FILES], old[_LARGE], old[_UNREAD])
             return str(old[_TREE])
         return self._rebuild(rel, got, names, children, old, closed)
 
@@ -726,7 +777,10 @@ class Scanner:
             tuple(unread),
         )
         self._detail_out[rel] = marshal.dumps(new_detail)
-        self._count(files, tuple(large), tuple(unread))
+        if self._bulk:
+            self._touched.add(rel)
+        else:
+            self._count(files, tuple(large), tuple(unread))
         return tree_id
 
     # -- reading files on the pool ----------------------------------------------------
@@ -877,8 +931,58 @@ class Scanner:
             self._unread.extend(unread[:room])
 
     def _count_all(self) -> None:
+        """Count the old cache's folders: what a scan that listed nothing again found."""
+        self._files, self._large_count, large, self._unread_count, unread = self._old_counts()
+        self._large, self._unread = list(large), list(unread)
+
+    def _old_counts(self) -> tuple[Any, ...]:
+        """Sum the old cache's folders (kept with the decoded cache: summed once)."""
+        last = _LAST
+        if last[1] is self._old and last[2] is not None:
+            return last[2]
+        files = n_large = n_unread = 0
+        large: list[str] = []
+        unread: list[tuple[str, str]] = []
         for fast in self._old.values():
-            self._count(fast[_FILES], fast[_LARGE], fast[_UNREAD])
+            files += fast[_FILES]
+            n_large += len(fast[_LARGE])
+            n_unread += len(fast[_UNREAD])
+            if fast[_LARGE] and len(large) < SKIPPED_NAMED:
+                large.extend(fast[_LARGE][: SKIPPED_NAMED - len(large)])
+            if fast[_UNREAD] and len(unread) < SKIPPED_NAMED:
+                unread.extend(fast[_UNREAD][: SKIPPED_NAMED - len(unread)])
+        counts = (files, n_large, tuple(large), n_unread, tuple(unread))
+        if last[1] is self._old:
+            _remember(last[0], last[1], counts)
+        return counts
+
+    def _count_bulk(self) -> None:
+        """Count a scan that started from the old cache: the old sums, with what changed."""
+        files, n_large, _large, n_unread, _unread = self._old_counts()
+        for rel in self._touched:
+            was, now = self._old.get(rel), self._new.get(rel)
+            for fast, sign in ((was, -1), (now, 1)):
+                if fast is not None:
+                    files += sign * fast[_FILES]
+                    n_large += sign * len(fast[_LARGE])
+                    n_unread += sign * len(fast[_UNREAD])
+        if n_large or n_unread:
+            # Paths to name: found where they are, in the cache's order.
+            for fast in self._new.values():
+                self._count(fast[_FILES], fast[_LARGE], fast[_UNREAD])
+        else:
+            self._files = files
+
+    def _drop_subtree(self, rel: str) -> None:
+        """Drop a folder that went away (and everything below) from the new cache."""
+        fast = self._old.get(rel)
+        if fast is None:
+            return
+        if self._new.pop(rel, None) is not None:
+            self._touched.add(rel)
+        prefix = rel + "/" if rel else ""
+        for name in fast[_NAMES]:
+            self._drop_subtree(prefix + name)
 
     def _keep_subtree(self, rel: str) -> None:
         """Carry a folder the checks found unchanged (and everything below) into the cache."""

@@ -60,6 +60,24 @@ _MIN_DELTA = 256
 _MAX_DELTA = 4 << 20
 
 
+#: The bytes of objects this process stored lately, by id: the next snapshot's delta
+#: bases (a changed folder's tree, a file edited again), had without reading their chain
+#: of deltas back. A process that snapshots again and again (the watching service, which
+#: runs the snapshots handed to it) gains most. An id names the same bytes in any store,
+#: and a base is used only once its row says it is stored (``_depth``).
+_RECENT: dict[str, bytes] = {}
+_RECENT_SIZE = [0]
+_RECENT_MAX_BYTES = 32 << 20
+
+
+def _keep_recent(oid: str, data: bytes) -> None:
+    if _RECENT_SIZE[0] + len(data) > _RECENT_MAX_BYTES:
+        _RECENT.clear()
+        _RECENT_SIZE[0] = 0
+    _RECENT[oid] = data
+    _RECENT_SIZE[0] += len(data)
+
+
 def may_delta(size: int) -> bool:
     """Whether an object of ``size`` bytes is ever stored as a delta against a base."""
     return _MIN_DELTA <= size <= _MAX_DELTA
@@ -217,7 +235,7 @@ class PackedObjects:
             base_depth = self._depth(base)
             if base_depth is not None and base_depth < MAX_DEPTH:
                 try:
-                    base_data = self.get(base)
+                    base_data = _RECENT.get(base) or self.get(base)
                 except StoreCorruptError:
                     base_data = b""
                 if base_data and len(base_data) <= _MAX_DELTA:
@@ -227,6 +245,8 @@ class PackedObjects:
                         packed, used, depth = delta, base, base_depth + 1
         self._pending[oid] = _Pending(kind, len(data), packed, used, depth)
         self._pending_bytes += len(packed)
+        if may_delta(len(data)):
+            _keep_recent(oid, data)
         if self._pending_bytes >= _BATCH_BYTES:
             self._send()
         return oid
