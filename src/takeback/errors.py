@@ -22,7 +22,10 @@ that turns an exception into a process exit code.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: see takeback/__init__.py
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class TakebackError(Exception):

@@ -36,11 +36,13 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from ..errors import TakebackError, UsageError
 
+TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .. import Session, Step, Turn, Workspace
 
 AGENT = "claude-code"
