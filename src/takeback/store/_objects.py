@@ -51,7 +51,9 @@ CREATE TABLE IF NOT EXISTS objects(
 
 _BATCH_BYTES = 32 << 20
 _TREE_CACHE = 4096
-_RAW_CACHE = 64
+_RAW_CACHE = 256
+#: The most bytes ``_raw`` keeps, whatever the count.
+_RAW_MAX_BYTES = 128 << 20
 #: The longest chain of deltas a read may have to follow.
 MAX_DEPTH = 16
 #: Below this size a delta saves too little to be worth a base read.
@@ -128,6 +130,11 @@ class PackedObjects:
         self._pending_bytes = 0
         self._trees: OrderedDict[str, Tree] = OrderedDict()
         self._raw: OrderedDict[str, bytes] = OrderedDict()
+        self._raw_bytes = 0
+        #: the bytes of the trees put since the last commit: once committed, they join
+        #: ``_raw`` (a step's changes are worked out from the trees its snapshot just
+        #: stored, and reading one back would follow its chain of deltas)
+        self._fresh: dict[str, bytes] = {}
         #: how many objects' bytes are kept once read (gc, which reads every kept tree
         #: and so walks each delta chain many times, raises it)
         self.raw_cache = _RAW_CACHE
@@ -245,6 +252,8 @@ class PackedObjects:
                         packed, used, depth = delta, base, base_depth + 1
         self._pending[oid] = _Pending(kind, len(data), packed, used, depth)
         self._pending_bytes += len(packed)
+        if kind == "tree":
+            self._fresh[oid] = data
         if may_delta(len(data)):
             _keep_recent(oid, data)
         if self._pending_bytes >= _BATCH_BYTES:
@@ -312,6 +321,7 @@ class PackedObjects:
         rows = [(oid, *p) for oid, p in self._pending.items()]
         batch, unchecked = self._pending, self._unchecked
         self._pending, self._unchecked, self._pending_bytes = {}, set(), 0
+        fresh, self._fresh = self._fresh, {}
         if self._writer is None and self._behind:
             from concurrent.futures import ThreadPoolExecutor  # and logging: when used
 
@@ -320,6 +330,8 @@ class PackedObjects:
             # Written or not, these are dropped: a failed batch fails its snapshot, and
             # nothing may refer to objects that were never committed.
             self._commit(rows)
+            for oid, data in fresh.items():
+                self._keep_raw(oid, data)
             return
         self._settle()  # one batch in flight at most: memory stays bounded
         self._inflight, self._inflight_unchecked = batch, unchecked
@@ -347,7 +359,7 @@ class PackedObjects:
         """
         oid = hashlib.sha256(data).hexdigest()
         self.flush()
-        self._raw.pop(oid, None)
+        self._drop_raw(oid)
         self._trees.pop(oid, None)
         self._z()
         return self._replace_row(oid, kind, len(data), self._cctx.compress(data))
@@ -442,10 +454,24 @@ class PackedObjects:
             )
         if base is not None or len(data) <= _MIN_DELTA * 64:
             # Bases of deltas are read again and again along a chain: keep a few.
-            self._raw[oid] = data
-            if len(self._raw) > self.raw_cache:
-                self._raw.popitem(last=False)
+            self._keep_raw(oid, data)
         return data
+
+    def _keep_raw(self, oid: str, data: bytes) -> None:
+        """Keep an object's bytes (committed ones only), the oldest going first."""
+        self._drop_raw(oid)
+        self._raw[oid] = data
+        self._raw_bytes += len(data)
+        while self._raw and (
+            len(self._raw) > self.raw_cache or self._raw_bytes > _RAW_MAX_BYTES
+        ):
+            _old, gone = self._raw.popitem(last=False)
+            self._raw_bytes -= len(gone)
+
+    def _drop_raw(self, oid: str) -> None:
+        gone = self._raw.pop(oid, None)
+        if gone is not None:
+            self._raw_bytes -= len(gone)
 
     def get_tree(self, oid: str) -> Tree:
         """Return a decoded tree (cached; trees are immutable)."""
@@ -588,5 +614,5 @@ class ObjectStore(PackedObjects):
         with Tx(self.conn) as c:
             c.executemany("DELETE FROM objects WHERE oid=?", [(o,) for o in oids])
         for o in oids:
-            self._raw.pop(o, None)
+            self._drop_raw(o)
             self._trees.pop(o, None)

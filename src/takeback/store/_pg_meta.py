@@ -251,7 +251,7 @@ class PgObjects(PackedObjects):
                 "DELETE FROM takeback.objects WHERE ws=%s AND oid = ANY(%s)", (self.pg.ws, part)
             )
             for o in part:
-                self._raw.pop(o, None)
+                self._drop_raw(o)
                 self._trees.pop(o, None)
 
 
