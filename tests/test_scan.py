@@ -208,3 +208,22 @@ def test_a_hinted_scan_counts_and_names_what_a_full_scan_does(tmp_path: Path) ->
     checked = scanner(True).scan()
     assert (checked.tree, checked.files, checked.skipped_count) == (full.tree, 3, 2)
     store.close()
+
+
+def test_a_file_is_read_to_its_end_whatever_its_stat_said(tmp_path: Path) -> None:
+    from takeback.scan._walk import _read_all
+
+    f = tmp_path / "f"
+    f.write_bytes(b"0123456789" * 1000)
+    for hint in (10000, 0, 5, 9999, 10001, 50000):
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            assert _read_all(fd, hint) == b"0123456789" * 1000, hint
+        finally:
+            os.close(fd)
+    f.write_bytes(b"")
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        assert _read_all(fd, 100) == b""
+    finally:
+        os.close(fd)

@@ -158,6 +158,23 @@ def _remember(raw: bytes, folders: dict[str, _Fast], counts: tuple[Any, ...] | N
     _LAST = (raw, folders, counts)
 
 
+def _read_all(fd: int, size: int) -> bytes:
+    """Read a file to its end (``size``: what its stat said; one more byte shows growth).
+
+    ``os.read`` rather than a file object: a first snapshot reads every file on a pool of
+    threads, and what each read does while holding the GIL is what keeps them apart.
+    """
+    data = os.read(fd, size + 1)
+    if len(data) == size:
+        return data  # the caller's fstat after the read tells a file that grew since
+    chunks = [data]
+    if data:
+        # Grown, shrunk, or a read cut short (one read returns at most about 2 GB).
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
 class _Unreadable(Exception):  # noqa: N818 - internal signal, never leaves the scan
     """A folder or file cannot be read; ``reason`` says why, in a few words."""
 
@@ -1092,12 +1109,14 @@ class Scanner:
                 raise _Unreadable(_why(e)) from e
             if got is None:
                 return None  # no longer a file (a FIFO or a folder now): not kept
+            fd = got[0]
             try:
-                with os.fdopen(got[0], "rb") as f:
-                    data = f.read()
-                    after = os.fstat(f.fileno())
+                data = _read_all(fd, got[1].st_size)
+                after = os.fstat(fd)
             except OSError as e:
                 raise _Unreadable(_why(e)) from e
+            finally:
+                os.close(fd)
             sig = (after.st_mode, after.st_size, after.st_mtime_ns, after.st_ctime_ns, after.st_ino)
             if len(data) == after.st_size and after.st_mtime_ns == st.st_mtime_ns:
                 break
