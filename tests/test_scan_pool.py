@@ -1,6 +1,7 @@
-"""Scan layer: files read on the thread pool give the same trees and objects as one thread.
+"""Scan layer: files read by a pool give the same trees and objects as one thread.
 
-A first snapshot reads, hashes and compresses every file on a pool of threads; the trees,
+A first snapshot reads, hashes and compresses every file on a pool (forked processes, or
+threads where it may not fork); the trees,
 the counts and every object read back must be what a walk on one thread stores, for
 files, symlinks, files over the size limit, changed files stored as deltas, and files
 that change or vanish between the listing and the read.
@@ -79,12 +80,14 @@ def stores(tmp_path: Path) -> tuple[Path, FolderStore, FolderStore]:
     return root, one, pool
 
 
+@pytest.mark.parametrize("forks", [0, 1], ids=["threads", "processes"])
 def test_the_pool_stores_what_one_thread_stores(
-    stores: tuple[Path, FolderStore, FolderStore],
+    stores: tuple[Path, FolderStore, FolderStore], forks: int
 ) -> None:
+    # A first snapshot reads in forked processes when it may fork, else on threads.
     root, one, pool = stores
     a = _scan(root, one, 0)
-    b = _scan(root, pool, 3)
+    b = _scan(root, pool, 3, forks=forks)
     assert b.tree == a.tree
     assert (b.files, b.skipped, b.hashed_files) == (a.files, a.skipped, a.hashed_files)
     assert b.skipped == ["big.bin"]
@@ -174,3 +177,51 @@ def test_batches_written_behind_the_walk_are_all_committed(
     c = scan(third, Options(max_file_bytes=65536))
     assert _contents(third, c.tree)["d5/f40.txt"][2].endswith(b"edited\n")
     third.close()
+
+
+def test_a_reader_process_that_dies_fails_the_scan_and_leaves_none_behind(
+    stores: tuple[Path, FolderStore, FolderStore],
+) -> None:
+    from takeback.errors import ScanError
+
+    root, _one, pool = stores
+    scanner = Scanner(
+        str(root),
+        put=pool.objects.put,
+        cache_get=pool.meta.get_kv,
+        dircache_get=pool.meta.get_dircache,
+        max_file_bytes=65536,
+        pack=pool.objects.pack,
+        put_packed=pool.objects.put_packed,
+        workers=2,
+    )
+    real = scanner._load_sent
+    parent = os.getpid()
+    seen: list[int] = []
+
+    def load_sent(chunk: list[tuple[str, str, tuple[int, ...], bool]]) -> list[object]:
+        if os.getpid() != parent and any(rel == "d3/f9.txt" for _n, rel, _s, _d in chunk):
+            os._exit(3)  # a reader process dies (killed, out of memory) half way
+        return real(chunk)
+
+    scanner._load_sent = load_sent  # type: ignore[method-assign]
+    before = _children()
+    with pytest.raises(ScanError, match="reader process"):
+        scanner.scan(hint=None)
+    assert _children() == before == seen
+
+
+def _children() -> list[int]:
+    """The processes this one started that are still there (zombies too)."""
+    me = str(os.getpid())
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1].decode() == me:
+                found.append(int(pid))
+    return sorted(found)

@@ -50,6 +50,8 @@ from ._ignore import IgnoreRules
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from ._readers import ForkedReaders
+
 #: How close to the scan's start a timestamp may be before it is not trusted.
 GRANULARITY_NS = 1_000_000_000
 #: How many skipped (too large) files, and how many unreadable paths, a snapshot names.
@@ -173,6 +175,27 @@ def _read_all(fd: int, size: int) -> bytes:
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
     return b"".join(chunks)
+
+
+#: How a reader process sends back a file it could not read (an exception is not sent).
+_UNREADABLE_MARK = "\0unreadable"
+
+
+class _Stat:
+    """The fields of a file's stat a reader process needs (``os.stat_result`` is not sent)."""
+
+    __slots__ = ("st_ctime_ns", "st_ino", "st_mode", "st_mtime_ns", "st_size")
+
+    def __init__(self, mode: int, size: int, mtime_ns: int, ctime_ns: int, ino: int) -> None:
+        self.st_mode = mode
+        self.st_size = size
+        self.st_mtime_ns = mtime_ns
+        self.st_ctime_ns = ctime_ns
+        self.st_ino = ino
+
+
+def _stat_fields(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 class _Unreadable(Exception):  # noqa: N818 - internal signal, never leaves the scan
@@ -334,6 +357,11 @@ class Scanner:
         self._put_packed = put_packed
         self._workers = workers if pack is not None and put_packed is not None else 0
         self._pool: ThreadPoolExecutor | None = None
+        #: a first snapshot's reads go to forked processes (see ``_readers.py``)
+        self._procs: ForkedReaders | None = None
+        self._fork_reads = False
+        #: folders listed ahead of the walk (a first snapshot), with their listing
+        self._listed: dict[str, _Listing] = {}
         self._forks = forks
         #: the new cache starts as a copy of the old (a scan that lists a few folders)
         self._bulk = False
@@ -369,6 +397,8 @@ class Scanner:
         raw = self._cache_get(CACHE_KEY)
         if raw:
             self._old = _decoded(raw)
+        # Every file is read: in processes, where each has a core of its own.
+        self._fork_reads = not self._old and self._workers > 0 and self._forks > 0
         try:
             st = os.lstat(self.root)
         except OSError as e:
@@ -657,12 +687,16 @@ class Scanner:
             if not self._bulk:
                 self._keep_subtree(rel)
             return str(old[_TREE])
-        got = self._list(rel, rules, key, excluded, old)
-        if self._workers and (
-            old is None or old[_STAT] != got.stat_key or old[_LISTING] != got.listing_key
+        got = self._listed.pop(rel, None) or self._list(rel, rules, key, excluded, old)
+        if (
+            self._workers
+            and rel not in self._reads
+            and (old is None or old[_STAT] != got.stat_key or old[_LISTING] != got.listing_key)
         ):
             self._start_reads(rel, got, old)
         prefix = rel + "/" if rel else ""
+        if self._fork_reads:
+            self._read_ahead(prefix, got, excluded)
         ids: list[str] = []
         closed: dict[str, str] = {}
         for name, _mode in got.subdirs:
@@ -692,6 +726,26 @@ class Scanner:
                 self._count(old[_FILES], old[_LARGE], old[_UNREAD])
             return str(old[_TREE])
         return self._rebuild(rel, got, names, children, old, closed)
+
+    def _read_ahead(self, prefix: str, got: _Listing, excluded: bool) -> None:
+        """List a folder's new subfolders now and start their reads (a first snapshot).
+
+        The walk waits for a folder's reads when it comes back up to build its tree: a
+        folder without subfolders right after listing it. With its siblings' reads
+        already started, the readers always have work while it waits.
+        """
+        for name, _mode in got.subdirs:
+            child = prefix + name
+            if child in self._old or child in self._listed:
+                continue
+            try:
+                listed = self._list(
+                    child, got.rules, got.key, excluded or name in got.partial, None
+                )
+            except _Unreadable:
+                continue  # the walk lists it again, and names it for why
+            self._listed[child] = listed
+            self._start_reads(child, listed, None)
 
     def _rebuild(
         self,
@@ -835,10 +889,8 @@ class Scanner:
             todo.append((name, prefix + name, st, delta))
         futures: dict[str, Future[list[Any]]] = {}
         if todo:
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor  # and logging: only when used
-
-                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="takeback-read")
+            if self._pool is None and self._procs is None:
+                self._start_pool()
             chunk: list[tuple[str, str, os.stat_result, bool]] = []
             size = 0
             for item in todo:
@@ -851,15 +903,40 @@ class Scanner:
                 self._submit(chunk, futures)
         self._reads[rel] = (detail, futures)
 
+    def _start_pool(self) -> None:
+        """Start the readers: forked processes for a first snapshot, else threads."""
+        if self._fork_reads and _can_fork():
+            from ._readers import ForkedReaders
+
+            self._procs = ForkedReaders(self._workers, self._load_sent)
+            return
+        from concurrent.futures import ThreadPoolExecutor  # and logging: only when used
+
+        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="takeback-read")
+
     def _submit(
         self,
         chunk: list[tuple[str, str, os.stat_result, bool]],
         futures: dict[str, Future[list[Any]]],
     ) -> None:
-        assert self._pool is not None
-        fut = self._pool.submit(self._load_many, chunk)
+        if self._procs is not None:
+            sent = [(name, rel, _stat_fields(st), delta) for name, rel, st, delta in chunk]
+            fut = self._procs.submit(sent)
+        else:
+            assert self._pool is not None
+            fut = self._pool.submit(self._load_many, chunk)
         for name, _rel, _st, _delta in chunk:
             futures[name] = fut
+
+    def _load_sent(self, chunk: list[tuple[str, str, tuple[int, ...], bool]]) -> list[Any]:
+        """What a reader process does with a chunk: ``_load_many``, in what marshal carries."""
+        items = [(name, rel, _Stat(*st), delta) for name, rel, st, delta in chunk]
+        out = []
+        for name, res in self._load_many(items):  # type: ignore[arg-type]
+            out.append(
+                (name, (_UNREADABLE_MARK, res.reason) if isinstance(res, _Unreadable) else res)
+            )
+        return out
 
     def _load_many(self, chunk: list[tuple[str, str, os.stat_result, bool]]) -> list[Any]:
         """Read, hash and compress some files (on a pool thread); one result each."""
@@ -894,7 +971,18 @@ class Scanner:
             if id(fut) in seen:
                 continue
             seen.add(id(fut))
-            for name, res in fut.result():
+            try:
+                results = fut.result()
+            except RuntimeError as e:
+                if self._procs is None:
+                    raise
+                # A reader process died (killed, out of memory) or failed.
+                raise ScanError(
+                    f"cannot read the workspace {self.root}: {e}", path=self.root
+                ) from e
+            for name, res in results:
+                if isinstance(res, tuple) and len(res) == 2 and res[0] == _UNREADABLE_MARK:
+                    res = _Unreadable(res[1])
                 loaded[name] = res
                 if isinstance(res, tuple) and res[5] is not None:
                     batch.append(("blob", res[4], res[2], res[5]))
@@ -927,6 +1015,11 @@ class Scanner:
                     fut.cancel()
             self._pool.shutdown(wait=True)
             self._pool = None
+        if self._procs is not None:
+            # Reads still owed (the scan failed): the processes are killed, not waited for.
+            owed = any(not f.done() for _d, fs in self._reads.values() for f in fs.values())
+            self._procs.close(kill=owed)
+            self._procs = None
         self._reads.clear()
 
     def _read_one(self) -> None:

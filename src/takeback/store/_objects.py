@@ -462,9 +462,7 @@ class PackedObjects:
         self._drop_raw(oid)
         self._raw[oid] = data
         self._raw_bytes += len(data)
-        while self._raw and (
-            len(self._raw) > self.raw_cache or self._raw_bytes > _RAW_MAX_BYTES
-        ):
+        while self._raw and (len(self._raw) > self.raw_cache or self._raw_bytes > _RAW_MAX_BYTES):
             _old, gone = self._raw.popitem(last=False)
             self._raw_bytes -= len(gone)
 
