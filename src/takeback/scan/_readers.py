@@ -22,7 +22,7 @@ import struct
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 _LEN = struct.Struct("<Q")
@@ -51,6 +51,13 @@ def _receive(fd: int) -> bytes | None:
     if head is None:
         return None
     return _read_exact(fd, _LEN.unpack(head)[0])
+
+
+def _fail(fut: Future[Any], message: str) -> None:
+    try:
+        fut.set_exception(RuntimeError(message))
+    except InvalidStateError:
+        pass  # failed already, by the other side
 
 
 class _Child:
@@ -119,9 +126,11 @@ class ForkedReaders:
         try:
             _write_all(child.requests, marshal.dumps(chunk))
         except OSError as e:
+            # The process is gone: the walk learns it where it waits for the answer.
             with child.lock:
-                child.owed.remove(fut)
-            raise RuntimeError(f"a reader process is gone: {e}") from e
+                if fut in child.owed:
+                    child.owed.remove(fut)
+            _fail(fut, f"a reader process is gone: {e.strerror or e}")
         return fut
 
     def _drain(self, child: _Child) -> None:
@@ -134,8 +143,7 @@ class ForkedReaders:
                 with child.lock:
                     owed, child.owed = list(child.owed), deque()
                 for fut in owed:
-                    if not fut.done():
-                        fut.set_exception(RuntimeError("a reader process ended early"))
+                    _fail(fut, "a reader process ended early")
                 return
             with child.lock:
                 fut = child.owed.popleft()

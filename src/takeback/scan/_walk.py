@@ -69,6 +69,8 @@ _Fast = tuple[Any, ...]
 )
 _FAST_LEN = 11
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: A first snapshot reads ahead of the walk until about this many bytes are in flight.
+_AHEAD_BYTES = 256 << 20
 #: How many files, and how many bytes, one task of the read pool takes at most.
 _CHUNK_FILES = 32
 _CHUNK_BYTES = 8 << 20
@@ -362,6 +364,8 @@ class Scanner:
         self._fork_reads = False
         #: folders listed ahead of the walk (a first snapshot), with their listing
         self._listed: dict[str, _Listing] = {}
+        #: about how many bytes of files are being read and not yet taken by the walk
+        self._ahead_bytes = 0
         self._forks = forks
         #: the new cache starts as a copy of the old (a scan that lists a few folders)
         self._bulk = False
@@ -735,6 +739,8 @@ class Scanner:
         already started, the readers always have work while it waits.
         """
         for name, _mode in got.subdirs:
+            if self._ahead_bytes > _AHEAD_BYTES:
+                return  # enough in flight: the rest are listed as the walk comes to them
             child = prefix + name
             if child in self._old or child in self._listed:
                 continue
@@ -927,6 +933,7 @@ class Scanner:
             fut = self._pool.submit(self._load_many, chunk)
         for name, _rel, _st, _delta in chunk:
             futures[name] = fut
+        self._ahead_bytes += sum(st.st_size for _n, _r, st, _d in chunk)
 
     def _load_sent(self, chunk: list[tuple[str, str, tuple[int, ...], bool]]) -> list[Any]:
         """What a reader process does with a chunk: ``_load_many``, in what marshal carries."""
@@ -973,6 +980,7 @@ class Scanner:
             seen.add(id(fut))
             try:
                 results = fut.result()
+                self._ahead_bytes -= sum(r[2] for _n, r in results if isinstance(r, tuple))
             except RuntimeError as e:
                 if self._procs is None:
                     raise
