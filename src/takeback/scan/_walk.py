@@ -366,6 +366,7 @@ class Scanner:
         self._listed: dict[str, _Listing] = {}
         #: about how many bytes of files are being read and not yet taken by the walk
         self._ahead_bytes = 0
+        self._ahead_of: dict[int, int] = {}
         self._forks = forks
         #: the new cache starts as a copy of the old (a scan that lists a few folders)
         self._bulk = False
@@ -933,7 +934,9 @@ class Scanner:
             fut = self._pool.submit(self._load_many, chunk)
         for name, _rel, _st, _delta in chunk:
             futures[name] = fut
-        self._ahead_bytes += sum(st.st_size for _n, _r, st, _d in chunk)
+        size = sum(st.st_size for _n, _r, st, _d in chunk)
+        self._ahead_bytes += size
+        self._ahead_of[id(fut)] = size
 
     def _load_sent(self, chunk: list[tuple[str, str, tuple[int, ...], bool]]) -> list[Any]:
         """What a reader process does with a chunk: ``_load_many``, in what marshal carries."""
@@ -980,7 +983,7 @@ class Scanner:
             seen.add(id(fut))
             try:
                 results = fut.result()
-                self._ahead_bytes -= sum(r[2] for _n, r in results if isinstance(r, tuple))
+                self._ahead_bytes -= self._ahead_of.pop(id(fut), 0)
             except RuntimeError as e:
                 if self._procs is None:
                     raise
