@@ -230,9 +230,11 @@ EDGE_EXCEPTIONS = {
     # the relay finds the service without loading the library (its whole point).
     ("cli._relay", "_where", "CLAIMS_DIR"),
     ("cli._relay", "_where", "SOCKET_NAME"),
-    ("cli._relay", "_where", "SUN_PATH_MAX"),
     ("cli._relay", "_where", "default_store_path"),
     ("cli._relay", "_where", "service_dir"),
+    ("cli._relay", "_where", "via_short_path"),
+    # The one way to name a long Unix socket path, for the service's own socket.
+    ("integrations._service", "_where", "via_short_path"),
     # The one atomic writer (temp file, fsync, rename), for the settings file.
     ("integrations._claude_settings", "_fs", "atomic_write"),
 }

@@ -120,20 +120,25 @@ def test_changed_files_are_stored_as_deltas_by_either_way(
         assert deltas == 6
 
 
+def _pool_scanner(root: Path, store: FolderStore) -> Scanner:
+    """A scanner reading on a pool of two (processes where it may fork)."""
+    return Scanner(
+        str(root),
+        put=store.objects.put,
+        cache_get=store.meta.get_kv,
+        dircache_get=store.meta.get_dircache,
+        max_file_bytes=65536,
+        pack=store.objects.pack,
+        put_packed=store.objects.put_packed,
+        workers=2,
+    )
+
+
 def test_a_file_that_vanishes_before_its_read_is_left_out(
     stores: tuple[Path, FolderStore, FolderStore],
 ) -> None:
     root, _one, pool = stores
-    scanner = Scanner(
-        str(root),
-        put=pool.objects.put,
-        cache_get=pool.meta.get_kv,
-        dircache_get=pool.meta.get_dircache,
-        max_file_bytes=65536,
-        pack=pool.objects.pack,
-        put_packed=pool.objects.put_packed,
-        workers=2,
-    )
+    scanner = _pool_scanner(root, pool)
     # Listed, then gone before the pool reads it: as a walk on one thread leaves it.
     real_load = scanner._load
 
@@ -185,16 +190,7 @@ def test_a_reader_process_that_dies_fails_the_scan_and_leaves_none_behind(
     from takeback.errors import ScanError
 
     root, _one, pool = stores
-    scanner = Scanner(
-        str(root),
-        put=pool.objects.put,
-        cache_get=pool.meta.get_kv,
-        dircache_get=pool.meta.get_dircache,
-        max_file_bytes=65536,
-        pack=pool.objects.pack,
-        put_packed=pool.objects.put_packed,
-        workers=2,
-    )
+    scanner = _pool_scanner(root, pool)
     real = scanner._load_sent
     parent = os.getpid()
     seen: list[int] = []

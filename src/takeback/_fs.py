@@ -399,3 +399,10 @@ def to_rel(root: str, path: str, *, base: str | None = None, follow: bool = True
     if not real.startswith(prefix):
         raise PathError(f"path is outside the workspace root {root}: {path}", path=path)
     return real[len(prefix) :]
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to a pipe (``os.write`` may take part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

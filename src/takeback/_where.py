@@ -11,6 +11,7 @@ import os
 
 TYPE_CHECKING = False  # not typing's: see takeback/__init__.py
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 #: The service's folder in a store (0700): its socket, pid file, log and claims.
@@ -28,6 +29,23 @@ def default_store_path(root: str, data_dir: str) -> str:
     digest = _sha256(os.fsencode(root)).hexdigest()[:16]
     base = os.path.basename(root.rstrip("/")) or "root"
     return os.path.join(data_dir, "workspaces", f"{base}-{digest}")
+
+
+def via_short_path(path: str, use: Callable[[str], None]) -> None:
+    """Call ``use`` (a socket's ``connect`` or ``bind``) with a Unix socket's path.
+
+    A path longer than a socket address may be is given as ``/proc/self/fd/N/name``,
+    through a handle on its folder held for the call.
+    """
+    if len(os.fsencode(path)) <= SUN_PATH_MAX:
+        use(path)
+        return
+    folder, name = os.path.split(path)
+    fd = os.open(folder, os.O_PATH | os.O_DIRECTORY)
+    try:
+        use(f"/proc/self/fd/{fd}/{name}")
+    finally:
+        os.close(fd)
 
 
 def service_dir(store_path: str) -> str:

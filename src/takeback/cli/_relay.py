@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 
-from .._where import CLAIMS_DIR, SOCKET_NAME, SUN_PATH_MAX, default_store_path, service_dir
+from .._where import CLAIMS_DIR, SOCKET_NAME, default_store_path, service_dir, via_short_path
 
 TYPE_CHECKING = False  # not typing's: see takeback/__init__.py
 if TYPE_CHECKING:
@@ -258,15 +258,7 @@ def _connect(sdir: str) -> _socket.socket:
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(WAIT_TAKEN)
-        path = os.path.join(sdir, SOCKET_NAME)
-        if len(os.fsencode(path)) <= SUN_PATH_MAX:
-            sock.connect(path)
-        else:
-            fd = os.open(sdir, os.O_PATH | os.O_DIRECTORY)
-            try:
-                sock.connect(f"/proc/self/fd/{fd}/{SOCKET_NAME}")
-            finally:
-                os.close(fd)
+        via_short_path(os.path.join(sdir, SOCKET_NAME), sock.connect)
     except BaseException:
         sock.close()
         raise

@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import ServicePaths, answer_here, ask_service
+from .._where import via_short_path
 
 #: Runs one command line handed over by the relay: (argv, cwd, env, stdin) -> (exit
 #: code, stdout, stderr). The command line's (``cli/_served.py``), given by ``service run``.
@@ -466,17 +467,9 @@ def _span(seconds: float) -> str:
 
 def _bind(path: str) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    folder, name = os.path.split(path)
     old = os.umask(0o177)
     try:
-        if len(os.fsencode(path)) <= 100:
-            sock.bind(path)
-        else:
-            fd = os.open(folder, os.O_PATH | os.O_DIRECTORY)
-            try:
-                sock.bind(f"/proc/self/fd/{fd}/{name}")
-            finally:
-                os.close(fd)
+        via_short_path(path, sock.bind)
     finally:
         os.umask(old)
     os.chmod(path, 0o600)

@@ -25,13 +25,14 @@ from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
+from .._fs import write_all
+
 _LEN = struct.Struct("<Q")
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(_LEN.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
+    """Write one message: its length, then its bytes."""
+    write_all(fd, _LEN.pack(len(data)) + data)
 
 
 def _read_exact(fd: int, n: int) -> bytes | None:

@@ -17,7 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._where import CLAIMS_DIR, PID_NAME, SERVICE_DIR, SOCKET_NAME, SUN_PATH_MAX, service_dir
+from .._where import (
+    CLAIMS_DIR,
+    PID_NAME,
+    SERVICE_DIR,
+    SOCKET_NAME,
+    service_dir,
+    via_short_path,
+)
 
 if TYPE_CHECKING:
     import socket
@@ -166,14 +173,7 @@ def connect(store_path: str, timeout: float) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
-        if len(os.fsencode(path)) <= SUN_PATH_MAX:
-            sock.connect(path)
-        else:
-            fd = os.open(service_dir(store_path), os.O_PATH | os.O_DIRECTORY)
-            try:
-                sock.connect(f"/proc/self/fd/{fd}/{SOCKET_NAME}")
-            finally:
-                os.close(fd)
+        via_short_path(path, sock.connect)
     except FileNotFoundError as e:
         sock.close()
         raise ServiceError("no service is running") from e

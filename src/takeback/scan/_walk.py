@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._fs import TMP_PREFIX, allow_deep_trees, open_regular, read_regular
+from .._fs import TMP_PREFIX, allow_deep_trees, open_regular, read_regular, write_all
 from ..errors import ScanError
 from ..model import DIR, FILE, LARGE, LINK, UNREADABLE, Entry, Tree, encode_tree
 from ._gitindex import GitIndex, common_git_dir, resolve_git_dir
@@ -552,9 +552,7 @@ class Scanner:
                 payload = marshal.dumps(None)
                 code = 1
             try:
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(wfd, view) :]
+                write_all(wfd, payload)
             finally:
                 os._exit(code)
         os.close(wfd)
