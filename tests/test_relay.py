@@ -258,3 +258,65 @@ def test_a_call_meant_for_another_installation_or_without_its_claim_is_declined(
     assert got[0] == {"taken": True} and got[1]["code"] == 0
     assert not (claims / claim).exists()
     assert len(_snapshots(tb)) == count + 1
+
+
+def test_a_file_tools_call_with_a_large_payload_is_run_by_the_service(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    big = "x" * (3 << 20)  # a Write of a 3 MB file: its content rides in the payload
+    base = {"session_id": "s", "cwd": str(ws)}
+    tb(
+        "hook",
+        "claude-code",
+        input=json.dumps({**base, "hook_event_name": "UserPromptSubmit"}).encode(),
+    )
+    before = _calls(store_dir)
+    write = {
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_use_id": "w1",
+        "tool_input": {"file_path": str(ws / "a" / "f0.txt"), "content": big},
+    }
+    proc = tb("hook", "claude-code", input=json.dumps({**base, **write}).encode())
+    assert proc.stdout == "" and proc.stderr == ""
+    assert _calls(store_dir) == before + 1
+    (ws / "a" / "f0.txt").write_text(big)
+    tb("hook", "claude-code", input=json.dumps({**base, "hook_event_name": "Stop"}).encode())
+    tb("undo", "--session", "s")
+    assert (ws / "a" / "f0.txt").read_text() == "a 0\n"
+
+
+def test_a_service_that_answers_garbage_gets_no_call_and_it_runs_here(
+    tb: CLI, ws: Path, store_dir: Path
+) -> None:
+    import threading
+
+    from takeback import ServicePaths
+
+    tb("snapshot")
+    paths = ServicePaths(str(store_dir))
+    os.makedirs(paths.claims, mode=0o700, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(paths.socket)
+    server.listen(4)
+    server.settimeout(10)
+    asked: list[bytes] = []
+
+    def answer_garbage() -> None:
+        for _ in range(2):  # the relay's call, then the scan's question
+            conn, _ = server.accept()
+            with conn:
+                asked.append(conn.recv(1 << 20)[:20])
+                conn.sendall(b"not json at all\n")
+
+    t = threading.Thread(target=answer_garbage)
+    t.start()
+    try:
+        got = json.loads(tb("snapshot", "--json").stdout)
+    finally:
+        t.join(10)
+        server.close()
+        os.unlink(paths.socket)
+    assert got["scan"] == {"mode": "full", "reason": "the service's answer was not understood"}
+    assert [a.startswith(b'{"op": "run"') for a in asked] == [True, False]
+    assert os.listdir(paths.claims) == []  # withdrawn: the command ran it itself

@@ -208,7 +208,7 @@ def exchange(
     except OSError:
         pass
     try:
-        if not (first and json.loads(first).get("taken")):
+        if not _taken(first):
             if _withdraw(claim):
                 if lines is not None and lines.timed_out:
                     _stuck(store_path)
@@ -216,7 +216,7 @@ def exchange(
             if lines is None:
                 raise BrokeOff(_BROKE)
             # Taken just as we gave up waiting: its answer is still to come.
-            while first is None or not json.loads(first).get("taken"):
+            while not _taken(first):
                 first = lines.next(None)
                 if first is None:
                     raise BrokeOff(_BROKE)
@@ -239,6 +239,17 @@ _BROKE = (
     "the watching service stopped answering while it ran this call; "
     "`takeback log` shows whether it was recorded"
 )
+
+
+def _taken(line: bytes | None) -> bool:
+    """Whether a line from the service says it took the call (garbage says it did not)."""
+    import json
+
+    try:
+        doc = json.loads(line) if line else None
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("taken") is True
 
 
 def _withdraw(claim: str) -> bool:

@@ -53,6 +53,9 @@ QUIET_EXIT = 30 * 60.0
 IDLE_FULL = 5 * 60.0
 #: Seconds after a full scan after which the next question gets one again.
 FULL_EVERY = 30 * 60.0
+#: The longest request read (a hook call carries its payload: a file tool's may hold a
+#: whole file). A longer one is answered as not understood; its caller runs it itself.
+REQUEST_MAX = 16 << 20
 #: How long a client may take to send its question.
 CLIENT_TIMEOUT = 1.0
 #: Set (to anything) in the service's environment: it also takes ``fault`` requests that
@@ -352,10 +355,10 @@ class _Service:
             return
         with conn:
             conn.settimeout(CLIENT_TIMEOUT)
-            data = b""
+            data = bytearray()
             try:
-                while not data.endswith(b"\n") and len(data) < 1 << 16:
-                    chunk = conn.recv(4096)
+                while not data.endswith(b"\n") and len(data) < REQUEST_MAX:
+                    chunk = conn.recv(1 << 16)
                     if not chunk:
                         break
                     data += chunk
