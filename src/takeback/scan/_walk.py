@@ -362,6 +362,8 @@ class Scanner:
         #: a first snapshot's reads go to forked processes (see ``_readers.py``)
         self._procs: ForkedReaders | None = None
         self._fork_reads = False
+        #: detailed cache rows read ahead, by folder (the folders a scan lists again)
+        self._details: dict[str, bytes] = {}
         #: folders listed ahead of the walk (a first snapshot), with their listing
         self._listed: dict[str, _Listing] = {}
         #: about how many bytes of files are being read and not yet taken by the walk
@@ -423,6 +425,9 @@ class Scanner:
                 revisit = _with_parents(hinted)
             elif self._old:
                 revisit = _with_parents(self._dirty_dirs(rules, key))
+            if revisit:
+                # The detailed rows of the folders listed again, in one query.
+                self._details = self._dircache_get([d for d in revisit if d in self._old])
             allow_deep_trees()
             if revisit is not None and not revisit and "" in self._old:
                 tree_id = self._old[""][_TREE]
@@ -865,7 +870,9 @@ class Scanner:
         """Return a folder's detailed cache row (name -> stat and entry), or {}."""
         if old is None:
             return {}
-        raw = self._dircache_get([rel]).get(rel)
+        raw = self._details.pop(rel) if rel in self._details else None
+        if raw is None:
+            raw = self._dircache_get([rel]).get(rel)
         if not raw:
             return {}
         try:

@@ -419,12 +419,13 @@ class MetaStore:
     def get_dircache(self, dirs: Iterable[str]) -> dict[str, bytes]:
         """Return the detailed stat cache rows of some folders."""
         out: dict[str, bytes] = {}
-        for d in dirs:
-            row = self.conn.execute(
-                "SELECT data FROM dircache WHERE dir=?", (os.fsencode(d),)
-            ).fetchone()
-            if row is not None:
-                out[d] = bytes(row[0])
+        keys = [os.fsencode(d) for d in dirs]
+        for i in range(0, len(keys), 500):  # SQLite takes so many parameters at least
+            part = keys[i : i + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(f"SELECT dir, data FROM dircache WHERE dir IN ({marks})", part)
+            for d, data in rows:
+                out[os.fsdecode(bytes(d))] = bytes(data)
         return out
 
     def put_dircache(self, rows: dict[str, bytes | None]) -> None:
