@@ -320,3 +320,37 @@ def test_a_service_that_answers_garbage_gets_no_call_and_it_runs_here(
     assert got["scan"] == {"mode": "full", "reason": "the service's answer was not understood"}
     assert [a.startswith(b'{"op": "run"') for a in asked] == [True, False]
     assert os.listdir(paths.claims) == []  # withdrawn: the command ran it itself
+
+
+def test_a_snapshot_interrupted_while_the_service_runs_it_says_so_and_is_taken(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import SRC
+
+    count = len(_snapshots(tb))
+    mark = store_dir.parent / "stalling"
+    fault = {"op": "fault", "kind": "stall-in-call", "seconds": 1.5, "mark": str(mark)}
+    ask_service(str(store_dir), fault)
+    env = {**os.environ, "TAKEBACK_STORE": str(store_dir), "PYTHONPATH": SRC}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "takeback", "snapshot"],
+        cwd=ws,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 20
+    while not mark.exists() and time.monotonic() < deadline:  # the service has taken it
+        time.sleep(0.01)
+    assert mark.exists()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert out == b"" and err == b"takeback: interrupted\n"
+    deadline = time.monotonic() + 20
+    while len(_snapshots(tb)) == count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(_snapshots(tb)) == count + 1  # the service took it: it ran it to the end

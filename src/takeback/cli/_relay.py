@@ -153,6 +153,11 @@ def try_command(argv: Sequence[str]) -> int | None:
     except BrokeOff as e:
         print(f"takeback: error: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # The service goes on with the call, as a snapshot interrupted here would not;
+        # `takeback log` shows it.
+        print("takeback: interrupted", file=sys.stderr)
+        return 130
     if answer is None:
         return None
     sys.stdout.write(str(answer.get("out", "")))

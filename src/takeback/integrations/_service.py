@@ -59,8 +59,8 @@ REQUEST_MAX = 16 << 20
 #: How long a client may take to send its question.
 CLIENT_TIMEOUT = 1.0
 #: Set (to anything) in the service's environment: it also takes ``fault`` requests that
-#: make it behave as if its queue overflowed or the watch limit was reached, or die once
-#: it has taken the next call (tests only).
+#: make it behave as if its queue overflowed or the watch limit was reached, or die or
+#: stall once it has taken the next call (tests only).
 FAULTS_ENV = "TAKEBACK_SERVICE_FAULTS"
 #: ``0`` (or ``off``): hooks and ``watch`` do not start the service on demand.
 SERVICE_ENV = "TAKEBACK_SERVICE"
@@ -265,6 +265,9 @@ class _Service:
         self.done = False
         #: a fault: the next call taken is not run, the service dies instead (tests only)
         self.die_in_call = False
+        #: a fault: the next call taken waits this many seconds first (tests only)
+        self.stall_in_call = 0.0
+        self.stall_mark = ""  # a file made when the stall begins
         self.claims = self.paths.claims
         #: the installed takeback this service runs (a call from another is declined)
         self.package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -286,6 +289,9 @@ class _Service:
                 self.watcher.process([(-1, flags.Q_OVERFLOW, 0, "")])
             elif kind == "die-in-call":
                 self.die_in_call = True
+            elif kind == "stall-in-call":
+                self.stall_in_call = float(req.get("seconds", 2.0))
+                self.stall_mark = str(req.get("mark") or "")
             elif kind == "watch-limit":
                 self.watcher.degraded = (
                     "the inotify watch limit was reached (fs.inotify.max_user_watches)"
@@ -394,6 +400,12 @@ class _Service:
             pass  # the caller is gone: the call runs all the same, as it would have there
         if self.die_in_call:
             os._exit(9)
+        if self.stall_in_call:
+            if self.stall_mark:
+                with open(self.stall_mark, "w"):
+                    pass
+            time.sleep(self.stall_in_call)
+            self.stall_in_call = 0.0
         assert self.runner is not None
         stdin = req.get("stdin")
         try:
