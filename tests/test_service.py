@@ -573,3 +573,21 @@ def test_status_and_stop_where_nothing_is_recorded(tb: CLI) -> None:
         "pid": None,
     }
     assert "no service is running" in tb("service", "status").stdout
+
+
+def test_a_service_whose_store_was_made_anew_exits(tb: CLI, ws: Path, store_dir: Path) -> None:
+    # A store deleted and copied back (or made again) while its service ran left that
+    # service behind for up to 30 minutes, watching, beside the one started for the new.
+    import shutil
+
+    _snap(tb)
+    with running_service(ws, store_dir) as pid:
+        copy = store_dir.parent / "store-copy"
+        shutil.copytree(store_dir, copy, ignore=shutil.ignore_patterns("sock"))
+        shutil.rmtree(store_dir)
+        copy.rename(store_dir)
+        deadline = time.monotonic() + 20
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(pid)
+        assert _scan(tb)["mode"] == "full"

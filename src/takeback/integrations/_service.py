@@ -468,8 +468,18 @@ class _Service:
         except OSError:
             pass
 
-    def gone(self) -> bool:
-        return not os.path.isdir(self.root) or not os.path.isdir(self.paths.dir)
+    def gone(self, lock: int) -> bool:
+        """Whether the workspace or the store went away, or the store was made anew.
+
+        A store deleted and made again (``purge``, a copy over it) has another pid file:
+        a service started for it holds that one, and this one would only linger.
+        """
+        if not os.path.isdir(self.root) or not os.path.isdir(self.paths.dir):
+            return True
+        try:
+            return os.stat(self.paths.pid).st_ino != os.fstat(lock).st_ino
+        except OSError:
+            return True
 
 
 def _is_hex(text: str) -> bool:
@@ -567,7 +577,7 @@ def serve(
             if lfd in ready:
                 svc.serve_one(listener)
             if not ready:
-                if svc.gone():
+                if svc.gone(lock):
                     break
                 svc.sweep_claims()
         return 0
