@@ -16,9 +16,10 @@
 
 The steps are recorded through the library, not the command line (a thousand command
 runs would take most of an hour): each is a turn (``begin_turn``), a step row, a scan
-that lists only the folders of the files changed (the way a watcher's hint makes it),
-the snapshot row, ``join_command`` and ``end_turn``, as a hook-driven command records
-them. What is stored is what a real run stores.
+(a full one with the scan cache: only the changed files are read again; the service,
+which would list only their folders, stores the same), the snapshot row,
+``join_command`` and ``end_turn``, as a hook-driven command records them. What is
+stored is what a real run stores.
 
 Run it with the project's virtualenv::
 
@@ -93,7 +94,7 @@ def record_steps(tree: BenchTree, store: Path, steps: int, changed: int, seed: i
             for p in paths:
                 edit(tree.abs(p), rng, i)
             with st.lock(exclusive=False):
-                result = ops.scan(st, rec.options, hint=paths)
+                result = ops.scan(st, rec.options, use_service=False)
                 after = ops.record(rec, result, kind="step-after", session=SESSION, turn=n, step=k)
                 with meta.tx():
                     meta.finish_step(SESSION, k, after.id, 0)
