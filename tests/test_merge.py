@@ -24,7 +24,7 @@ from takeback.store import FolderStore
 
 from .conftest import CLI, files_state, write
 from .test_mcp import Call, serve
-from .test_restore_engine import killed_child, recovery, run_printed
+from .test_restore_engine import kill_after_first_write, killed_child, recovery, run_printed
 
 LINES = [f"line {i}: something to keep\n" for i in range(1, 21)]
 BEFORE = "".join(LINES)
@@ -393,19 +393,6 @@ def test_mcp_undo_turn_and_redo_take_merge(ws_dir: Path, store_dir: Path) -> Non
 
 # -- the engine's rules hold for a merge ---------------------------------------------------
 
-_KILL_AFTER_FIRST_WRITE = """
-import os, signal, sys, takeback
-from takeback._fs import SafeRoot
-root, store = sys.argv[1:3]
-real = SafeRoot.write_file
-def write_file(self, rel, data, mode):
-    real(self, rel, data, mode)
-    os.kill(os.getpid(), signal.SIGKILL)
-SafeRoot.write_file = write_file
-with takeback.Workspace(root, store=store) as ws:
-    ws.session("s").undo(merge=True)
-"""
-
 
 def test_a_merged_undo_killed_half_way_is_finished_by_the_printed_command(
     tb: CLI, ws_dir: Path, store_dir: Path
@@ -417,7 +404,7 @@ def test_a_merged_undo_killed_half_way_is_finished_by_the_printed_command(
     )
     for name in ("a.py", "b.py", "c.py"):
         write(ws_dir, name, PERSON)
-    killed_child(_KILL_AFTER_FIRST_WRITE, str(ws_dir), str(store_dir))
+    killed_child(kill_after_first_write("merge=True"), str(ws_dir), str(store_dir))
     texts = [(ws_dir / n).read_text() for n in ("a.py", "b.py", "c.py")]
     assert sorted(texts) == [EXPECTED, PERSON, PERSON]  # one merge written
     finish, _back = recovery(tb)

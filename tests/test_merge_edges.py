@@ -11,22 +11,9 @@ from pathlib import Path
 
 from .conftest import CLI, write
 from .test_merge import AGENT, BEFORE, agent_turn, edit
-from .test_restore_engine import killed_child, recovery, run_printed
+from .test_restore_engine import kill_after_first_write, killed_child, recovery, run_printed
 
 CLASH = edit(AGENT, 3, "line 3: a person's rewrite of the agent's line\n")
-
-_KILL_AFTER_FIRST_MARKERS = """
-import os, signal, sys, takeback
-from takeback._fs import SafeRoot
-root, store = sys.argv[1:3]
-real = SafeRoot.write_file
-def write_file(self, rel, data, mode):
-    real(self, rel, data, mode)
-    os.kill(os.getpid(), signal.SIGKILL)
-SafeRoot.write_file = write_file
-with takeback.Workspace(root, store=store) as ws:
-    ws.session("s").undo(merge="markers")
-"""
 
 
 def test_an_interrupted_undo_with_markers_is_finished_without_nesting_them(
@@ -36,7 +23,7 @@ def test_an_interrupted_undo_with_markers_is_finished_without_nesting_them(
     agent_turn(ws_dir, store_dir, {n: (BEFORE.encode(), AGENT.encode()) for n in names})
     for n in names:
         write(ws_dir, n, CLASH)
-    killed_child(_KILL_AFTER_FIRST_MARKERS, str(ws_dir), str(store_dir))
+    killed_child(kill_after_first_write('merge="markers"'), str(ws_dir), str(store_dir))
     texts = {n: (ws_dir / n).read_text() for n in names}
     written = [n for n in names if texts[n] != CLASH]
     assert len(written) == 1  # one file got its markers before the kill

@@ -284,6 +284,11 @@ def test_an_interrupted_rewind_of_paths_is_finished_for_those_paths_only(
     assert "interrupted" not in tb("status", check=None).stderr
 
 
+def kill_after_first_write(undo_args: str = "") -> str:
+    """A child script: ``session("s").undo(<undo_args>)``, killed after its first write."""
+    return _KILL_AFTER_FIRST_WRITE + f'    ws.session("s").undo({undo_args})\n'
+
+
 _KILL_AFTER_FIRST_WRITE = """
 import os, signal, sys, takeback
 from takeback._fs import SafeRoot
@@ -294,7 +299,6 @@ def write_file(self, rel, data, mode):
     os.kill(os.getpid(), signal.SIGKILL)
 SafeRoot.write_file = write_file
 with takeback.Workspace(root, store=store) as ws:
-    ws.session("s").undo()
 """
 
 
@@ -310,7 +314,7 @@ def test_an_undo_killed_half_way_and_run_again_is_redone_whole(
             for n in names:
                 turn.touch(n)
                 write(root, n, f"{n}1\n")
-    killed_child(_KILL_AFTER_FIRST_WRITE, str(root), str(store_dir))
+    killed_child(kill_after_first_write(), str(root), str(store_dir))
     assert [(root / n).read_text()[1] for n in names].count("0") == 1  # one written
     tb("--session", "s", "undo")
     assert [(root / n).read_text() for n in names] == ["a0\n", "b0\n", "c0\n"]
