@@ -71,7 +71,7 @@ def full_scan(store: Store, opts: Options | None = None) -> ScanResult:
     scanner = Scanner(
         store.root,
         put=store.objects.put,
-        cache_get=lambda _key: None,
+        cache=None,
         dircache_get=lambda _dirs: {},
         max_file_bytes=opts.max_file_bytes,
         exclude_env=opts.exclude_env,

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 from takeback.ops import Options, scan
-from takeback.scan import CACHE_KEY, GRANULARITY_NS
+from takeback.ops._snapshot import stored_cache
+from takeback.scan import CACHE_KEY, GRANULARITY_NS, load_cache
 from takeback.store import FolderStore
 
 
@@ -88,7 +89,7 @@ def test_a_hint_lists_only_the_named_folders(tmp_path: Path) -> None:
     scanner = Scanner(
         str(root),
         put=store.objects.put,
-        cache_get=meta.get_kv,
+        cache=stored_cache(meta)[1],
         dircache_get=meta.get_dircache,
         max_file_bytes=1 << 20,
     )
@@ -136,7 +137,8 @@ def test_an_old_cache_format_is_dropped(tmp_path: Path) -> None:
         store.meta.set_kv("dirs-v0", b"old format")
     scan(store, Options())
     keys = [r[0] for r in store.meta.conn.execute("SELECT key FROM kv")]
-    assert keys == [CACHE_KEY]
+    assert CACHE_KEY in keys and "dirs-v0" not in keys
+    assert all(k == CACHE_KEY or k.startswith(CACHE_KEY + "/") for k in keys)
 
 
 def test_a_long_scan_reports_its_progress(tmp_path: Path) -> None:
@@ -176,15 +178,18 @@ def test_a_hinted_scan_counts_and_names_what_a_full_scan_does(tmp_path: Path) ->
         return Scanner(
             str(root),
             put=store.objects.put,
-            cache_get=cache.get if use_cache else (lambda _key: None),
+            cache=load_cache(sorted(cache.items()))[1] if use_cache else None,
             dircache_get=lambda ds: {d: rows[d] for d in ds if d in rows} if use_cache else {},
             max_file_bytes=100,
         )
 
     def keep(result: object) -> None:
         got = result.cache  # type: ignore[attr-defined]
-        if got is not None:
-            cache[CACHE_KEY] = got
+        for key, value in (got or {}).items():
+            if value is None:
+                cache.pop(key, None)
+            else:
+                cache[key] = value
         for d, row in result.cache_rows.items():  # type: ignore[attr-defined]
             if row is None:
                 rows.pop(d, None)

@@ -16,7 +16,8 @@ import pytest
 
 from takeback.model import DIR, FILE, LARGE
 from takeback.ops import lookup, read_entry
-from takeback.scan import CACHE_KEY, Scanner, ScanResult
+from takeback.ops._snapshot import stored_cache
+from takeback.scan import Scanner, ScanResult
 from takeback.store import FolderStore
 
 
@@ -40,7 +41,7 @@ def _scan(root: Path, store: FolderStore, workers: int, **kw: object) -> ScanRes
     scanner = Scanner(
         str(root),
         put=store.objects.put,
-        cache_get=meta.get_kv,
+        cache=stored_cache(meta)[1],
         dircache_get=meta.get_dircache,
         max_file_bytes=65536,
         pack=store.objects.pack,
@@ -52,7 +53,7 @@ def _scan(root: Path, store: FolderStore, workers: int, **kw: object) -> ScanRes
     store.objects.flush()
     if result.cache is not None:
         with meta.tx():
-            meta.set_kv(CACHE_KEY, result.cache)
+            meta.set_kvs(result.cache)
             meta.put_dircache(result.cache_rows)
     return result
 
@@ -125,7 +126,7 @@ def _pool_scanner(root: Path, store: FolderStore) -> Scanner:
     return Scanner(
         str(root),
         put=store.objects.put,
-        cache_get=store.meta.get_kv,
+        cache=stored_cache(store.meta)[1],
         dircache_get=store.meta.get_dircache,
         max_file_bytes=65536,
         pack=store.objects.pack,

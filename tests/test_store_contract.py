@@ -269,22 +269,39 @@ def test_settings_and_the_scan_cache(opener: Opener) -> None:
     with s.meta.tx():
         s.meta.set_meta("retention", "30d")
         s.meta.set_kv("dirs-v1", b"cache")
+        s.meta.set_kvs({"dirs-v1/000": b"a", "dirs-v1/001": b"b", "dirs-v1/002": b"c"})
         s.meta.set_kv("dirs-v0", b"old")
+        s.meta.set_kv("dirs-v0/000", b"old shard")
         s.meta.put_dircache({"src": b"rows", "gone": b"x"})
     assert s.meta.get_meta("retention") == "30d"
     assert opener().meta.get_meta("retention") == "30d"
     assert s.meta.get_meta("nothing") is None
     assert s.meta.get_kv("dirs-v1") == b"cache"
     with s.meta.tx():
+        # A shard is replaced, one deleted, one left as it was.
+        s.meta.set_kvs({"dirs-v1/000": b"A", "dirs-v1/001": None})
+    assert s.meta.get_kv_prefix("dirs-v1") == [
+        ("dirs-v1", b"cache"),
+        ("dirs-v1/000", b"A"),
+        ("dirs-v1/002", b"c"),
+    ]
+    with s.meta.tx():
         assert s.meta.drop_kv_except("dirs-v1", prefix="dirs-")
         s.meta.put_dircache({"gone": None})
     assert s.meta.get_kv("dirs-v0") is None
+    assert s.meta.get_kv_prefix("dirs-v0") == []
+    assert [k for k, _v in s.meta.get_kv_prefix("dirs-")] == [
+        "dirs-v1",
+        "dirs-v1/000",
+        "dirs-v1/002",
+    ]
     assert s.meta.dircache_dirs() == ["src"]
     assert s.meta.get_dircache(["src", "gone"]) == {"src": b"rows"}
     s.close()
     # The next process on this machine finds the cache where this one left it.
     again = opener()
     assert again.meta.get_kv("dirs-v1") == b"cache"
+    assert again.meta.get_kv_prefix("dirs-v1/") == [("dirs-v1/000", b"A"), ("dirs-v1/002", b"c")]
     assert again.meta.get_dircache(["src"]) == {"src": b"rows"}
 
 

@@ -23,9 +23,10 @@ from typing import Any
 
 from ..errors import StoreCorruptError
 from ..model import DIR, FILE, LINK
-from ..scan import CACHE_KEY, cached_ids
+from ..scan import cached_ids
 from ..store import Store
 from ._gc import Policy, op_states, plan, reachable, state_oid
+from ._snapshot import stored_cache
 from ._turns import shared_lock
 
 
@@ -146,7 +147,7 @@ def _fsck(
 
     for sid, tree, _at, _kind, _session in snaps:
         walk(tree, f"snapshot {sid[:12]}")
-    cache_trees, cache_blobs = cached_ids(meta.get_kv(CACHE_KEY), meta.dircache_rows())
+    cache_trees, cache_blobs = cached_ids(stored_cache(meta)[1], meta.dircache_rows())
     for tid in sorted(cache_trees):
         walk(tid, "the scan cache")
     for oid in sorted(cache_blobs):

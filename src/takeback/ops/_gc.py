@@ -48,8 +48,9 @@ from typing import Any
 
 from ..errors import StoreCorruptError, UsageError
 from ..model import FILE, LINK, decode_state, tree_links
-from ..scan import CACHE_KEY, cached_ids
+from ..scan import cached_ids
 from ..store import Meta, ObjectRow, Store
+from ._snapshot import stored_cache
 from ._turns import shared_lock
 
 DEFAULT_KEEP_TURNS = 50
@@ -451,7 +452,7 @@ def plan(
     if purge_all:
         out.drop_cache = True
     else:
-        cache_trees, cache_blobs = cached_ids(meta.get_kv(CACHE_KEY), meta.dircache_rows())
+        cache_trees, cache_blobs = cached_ids(stored_cache(meta)[1], meta.dircache_rows())
         kept_trees.extend(cache_trees)
         blobs |= cache_blobs
     # One read of every row's id, kind, base, depth and size: the rows hold the data too,

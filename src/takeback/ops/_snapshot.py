@@ -12,8 +12,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import DIR, Entry, SnapshotInfo, encode_state
-from ..scan import CACHE_KEY, Scanner, ScanResult
-from ..store import Store
+from ..scan import (
+    CACHE_KEY,
+    LEGACY_KEY,
+    FolderCache,
+    Scanner,
+    ScanResult,
+    known_cache,
+    load_cache,
+    load_legacy_cache,
+)
+from ..store import Meta, Store
 
 DEFAULT_MAX_FILE_BYTES = 16 << 20
 
@@ -99,6 +108,18 @@ def _options_tag(opts: Options) -> bytes:
     return b"|%d|%d" % (opts.max_file_bytes, int(opts.exclude_env))
 
 
+def stored_cache(meta: Meta) -> tuple[bytes | None, FolderCache | None]:
+    """Return the store's folder cache, read in one statement, with its header's token.
+
+    The cache is None when there is none or when it is damaged; one saved in the format
+    before shards has an empty token (and the header's is None).
+    """
+    token, cache = load_cache(meta.get_kv_prefix(CACHE_KEY))
+    if token is None and cache is None:
+        cache = load_legacy_cache(meta.get_kv(LEGACY_KEY))
+    return token, cache
+
+
 def scan(
     store: Store,
     opts: Options,
@@ -113,16 +134,42 @@ def scan(
     otherwise, or at any doubt, every folder is (``"full"``, ``result.reason`` says why).
     The new mark is asked for before anything is read, and kept with the new cache.
     """
+    result, save = _scan(store, opts, on_progress=on_progress, use_service=use_service)
+    if save is not None:
+        with store.meta.tx():
+            save()
+    return result
+
+
+def _scan(
+    store: Store,
+    opts: Options,
+    *,
+    on_progress: Callable[[int], None] | None = None,
+    use_service: bool = True,
+) -> tuple[ScanResult, Callable[[], None] | None]:
+    """Scan (see :func:`scan`); return the result and what saves its cache.
+
+    What saves the cache is called in a write transaction of the store's rows (None:
+    nothing to save).
+    """
     from ..scan._service import Mark, changes_since
 
     meta = store.meta
     tag = _options_tag(opts)
     kept_raw = meta.get_kv(MARK_KEY)
-    cache = meta.get_kv(CACHE_KEY)
+    token = meta.get_kv(CACHE_KEY)
+    # The cache this process last read or made, when the store still holds it; else the
+    # header and every shard, read in one statement.
+    cache = known_cache(token)
+    if cache is None:
+        token, cache = stored_cache(meta)
     kept: Mark | None = None
     why = ""
     if cache is None:
-        why = "nothing was scanned here yet"
+        why = "nothing was scanned here yet" if token is None else "the scan cache is damaged"
+    elif not cache.token:
+        why = "the scan cache is of an older format"
     elif meta.get_kv(MARK_KEY) != kept_raw:
         why = "another scan saved its cache meanwhile"
     elif kept_raw and kept_raw.endswith(tag):
@@ -140,7 +187,7 @@ def scan(
     scanner = Scanner(
         store.root,
         put=store.objects.put,
-        cache_get=lambda key: cache if key == CACHE_KEY else meta.get_kv(key),
+        cache=cache,
         dircache_get=meta.get_dircache,
         max_file_bytes=opts.max_file_bytes,
         on_progress=on_progress,
@@ -168,28 +215,34 @@ def scan(
     else:
         result.reason = why
     new_mark = changes.mark.encode() + tag if changes and changes.mark else None
+    # The cache is saved only over the one it was made from (a header with the token this
+    # scan read): shards of two scans are never mixed. If another scan saved meanwhile,
+    # its cache and mark stay, a pair.
+    read = cache.token if cache is not None and cache.token else token
+
+    def save_cache() -> None:
+        if meta.get_kv(CACHE_KEY) != read:
+            return
+        assert result.cache is not None
+        meta.set_kvs(result.cache)
+        if new_mark is not None or meta.get_kv(MARK_KEY) is not None:
+            meta.set_kv(MARK_KEY, new_mark or b"")
+        meta.put_dircache(result.cache_rows)
+        # A cache of an older format is never read again: drop it with its rows.
+        if meta.drop_kv_except(CACHE_KEY, prefix="dirs-"):
+            meta.put_dircache({d: None for d in meta.dircache_dirs() if d not in result.cache_rows})
+
+    def vouch() -> None:
+        # The cache is as it was, now vouched for up to the new mark, if the stored pair is
+        # still the one this scan read.
+        if meta.get_kv(MARK_KEY) == kept_raw and meta.get_kv(CACHE_KEY) == read:
+            meta.set_kv(MARK_KEY, new_mark or b"")
+
     if result.cache is not None:
-        with meta.tx():
-            meta.set_kv(CACHE_KEY, result.cache)
-            if new_mark is not None or meta.get_kv(MARK_KEY) is not None:
-                meta.set_kv(MARK_KEY, new_mark or b"")
-            meta.put_dircache(result.cache_rows)
-            # A cache of an older format is never read again: drop it with its rows.
-            if meta.drop_kv_except(CACHE_KEY, prefix="dirs-"):
-                meta.put_dircache(
-                    {d: None for d in meta.dircache_dirs() if d not in result.cache_rows}
-                )
-    elif new_mark is not None and cache is not None:
-        # The cache is as it was, now vouched for up to the new mark. A mark is one
-        # scan's alone, so an unchanged kept mark means the kept cache is still the one
-        # this scan read; otherwise the cache this scan checked is saved again with it.
-        with meta.tx():
-            if kept_raw and meta.get_kv(MARK_KEY) == kept_raw:
-                meta.set_kv(MARK_KEY, new_mark)
-            else:
-                meta.set_kv(CACHE_KEY, cache)
-                meta.set_kv(MARK_KEY, new_mark)
-    return result
+        return result, save_cache
+    if new_mark is not None and cache is not None and cache.token:
+        return result, vouch
+    return result, None
 
 
 def record(
@@ -201,8 +254,12 @@ def record(
     turn: int | None = None,
     step: int | None = None,
     message: str = "",
+    save: Callable[[], None] | None = None,
 ) -> SnapshotInfo:
-    """Write the snapshot row for a scan whose objects are committed; say so to the sink."""
+    """Write the snapshot row for a scan whose objects are committed; say so to the sink.
+
+    ``save`` (what :func:`_scan` returned) saves the scan's cache in the same commit.
+    """
     store = rec.store
     created = time.time()
     body = json.dumps(
@@ -227,6 +284,8 @@ def record(
         scan_reason=result.reason,
     )
     with store.meta.tx():
+        if save is not None:
+            save()
         store.meta.add_snapshot(info)
     rec.emit(
         {
@@ -253,7 +312,14 @@ def take(
     """Scan and record a snapshot; the order is objects, trees, then the row."""
     store, opts = rec.store, rec.options
     with store.lock(exclusive=False):
-        result = scan(store, opts, on_progress=on_progress)
+        result, save = _scan(store, opts, on_progress=on_progress)
         return record(
-            rec, result, kind=kind, session=session, turn=turn, step=step, message=message
+            rec,
+            result,
+            kind=kind,
+            session=session,
+            turn=turn,
+            step=step,
+            message=message,
+            save=save,
         )

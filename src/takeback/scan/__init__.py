@@ -7,15 +7,29 @@ snapshot loads neither.
 
 from __future__ import annotations
 
+from ._cache import (
+    CACHE_KEY,
+    LEGACY_KEY,
+    FolderCache,
+    cached_ids,
+    known_cache,
+    load_cache,
+    load_legacy_cache,
+)
 from ._scope import TreeScope, in_scope
-from ._walk import CACHE_KEY, GRANULARITY_NS, Scanner, ScanResult, cached_ids
+from ._walk import GRANULARITY_NS, Scanner, ScanResult
 
 __all__ = [
     "CACHE_KEY",
     "GRANULARITY_NS",
+    "LEGACY_KEY",
+    "FolderCache",
     "ScanResult",
     "Scanner",
     "TreeScope",
     "cached_ids",
     "in_scope",
+    "known_cache",
+    "load_cache",
+    "load_legacy_cache",
 ]

@@ -44,6 +44,22 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._fs import TMP_PREFIX, allow_deep_trees, open_regular, read_regular, write_all
 from ..errors import ScanError
 from ..model import DIR, FILE, LARGE, LINK, UNREADABLE, Entry, Tree, encode_tree
+from ._cache import (
+    _FILES,
+    _IDS,
+    _LARGE,
+    _LISTING,
+    _NAMES,
+    _PARTIAL,
+    _SKIP,
+    _STAT,
+    _TREE,
+    _UNREAD,
+    _USES_INDEX,
+    FolderCache,
+    _Fast,
+    new_cache,
+)
 from ._gitindex import GitIndex, common_git_dir, resolve_git_dir
 from ._ignore import IgnoreRules
 
@@ -56,18 +72,6 @@ if TYPE_CHECKING:
 GRANULARITY_NS = 1_000_000_000
 #: How many skipped (too large) files, and how many unreadable paths, a snapshot names.
 SKIPPED_NAMED = 20
-CACHE_KEY = "dirs-v6"
-
-#: What the cache keeps of one folder (a plain tuple: marshal stores it fast):
-#: listing key, names left out, ignored folders holding tracked files, stat key, subfolder
-#: names, subfolder tree ids ("" for one that could not be read), tree id, own kept-file
-#: count, own too-large file names, whether its ignore decisions consulted git's index,
-#: own unreadable entries (path, reason).
-_Fast = tuple[Any, ...]
-(_LISTING, _SKIP, _PARTIAL, _STAT, _NAMES, _IDS, _TREE, _FILES, _LARGE, _USES_INDEX, _UNREAD) = (
-    range(11)
-)
-_FAST_LEN = 11
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: A first snapshot reads ahead of the walk until about this many bytes are in flight.
 _AHEAD_BYTES = 256 << 20
@@ -90,76 +94,6 @@ class PutObject(Protocol):
     ) -> str:
         """Store ``data`` (as a delta against ``base`` when that is smaller)."""
         ...
-
-
-def cached_ids(fast: bytes | None, details: Iterable[bytes]) -> tuple[set[str], set[str]]:
-    """Return the tree ids and blob ids the scan cache names.
-
-    The next scan reuses them without writing them again (a folder whose stats are
-    unchanged keeps its tree id; a file whose stat is unchanged keeps its blob), so a
-    store that removes objects (gc) must keep every one of them, or forget the cache.
-
-    Args:
-        fast: the cache's value under ``CACHE_KEY`` (None: there is none).
-        details: every detailed row (the ``dircache`` table).
-    """
-    trees: set[str] = set()
-    blobs: set[str] = set()
-    if fast:
-        try:
-            folders = marshal.loads(fast)
-        except (ValueError, EOFError, TypeError):
-            folders = {}
-        if isinstance(folders, dict):
-            for v in folders.values():
-                if isinstance(v, tuple) and len(v) == _FAST_LEN:
-                    trees.add(str(v[_TREE]))
-                    trees.update(str(i) for i in v[_IDS] if i)
-    for raw in details:
-        try:
-            rows = marshal.loads(raw)
-        except (ValueError, EOFError, TypeError):
-            continue
-        if not isinstance(rows, dict):
-            continue
-        for v in rows.values():
-            try:
-                kind, _mode, oid, _size = v[1]
-            except (TypeError, ValueError, IndexError):
-                continue
-            if kind in (FILE, LINK) and oid:
-                blobs.add(bytes(oid).hex())
-    return trees, blobs
-
-
-#: The scan cache this process last decoded or encoded, the folders it holds, and their
-#: counts once summed (files, too-large files and the first named, unreadable paths and
-#: the first named). A process that scans again and again (the watching service, which
-#: runs the snapshots handed to it) does not decode the same bytes twice. One tuple,
-#: replaced whole: a thread reads a consistent one. Nothing changes the folders dict.
-_LAST: tuple[bytes, dict[str, _Fast], tuple[Any, ...] | None] = (b"", {}, None)
-
-
-def _decoded(raw: bytes) -> dict[str, _Fast]:
-    """Return the folders of a scan cache (empty for one that cannot be read)."""
-    last = _LAST
-    if raw == last[0]:
-        return last[1]
-    try:
-        folders = marshal.loads(raw)
-    except (ValueError, EOFError, TypeError):
-        return {}
-    if not isinstance(folders, dict) or any(
-        not isinstance(v, tuple) or len(v) != _FAST_LEN for v in folders.values()
-    ):
-        return {}
-    _remember(raw, folders)
-    return folders
-
-
-def _remember(raw: bytes, folders: dict[str, _Fast], counts: tuple[Any, ...] | None = None) -> None:
-    global _LAST
-    _LAST = (raw, folders, counts)
 
 
 def _read_all(fd: int, size: int) -> bytes:
@@ -284,8 +218,9 @@ class ScanResult:
     unreadable_count: int = 0
     changed_dirs: int = 0
     hashed_files: int = 0
-    #: What the caller saves once the objects are committed (None: the cache is as it was).
-    cache: bytes | None = None
+    #: The folder cache's rows to save once the objects are committed (None: the cache is
+    #: as it was), with the header first; see ``_cache.py``.
+    cache: dict[str, bytes | None] | None = None
     cache_rows: dict[str, bytes | None] = field(default_factory=dict)
     #: "service" (only the folders a watching service named were listed) or "full"
     mode: str = "full"
@@ -300,7 +235,7 @@ class Scanner:
         root: the workspace root (absolute, real).
         put: stores an object (kind, bytes, known id or None, the id of an earlier version
             to store it as a delta against, or None) and returns its id.
-        cache_get: returns the cached folder digests (or None).
+        cache: the folder cache of an earlier scan (None: there is none).
         dircache_get: returns the detailed rows of some folders.
         max_file_bytes: files larger than this are counted and named, not kept.
         exclude_env: leave ``.env`` and ``.env.*`` out.
@@ -319,7 +254,7 @@ class Scanner:
         root: str,
         *,
         put: PutObject,
-        cache_get: Callable[[str], bytes | None],
+        cache: FolderCache | None,
         dircache_get: Callable[[Iterable[str]], dict[str, bytes]],
         max_file_bytes: int,
         exclude_env: bool = True,
@@ -332,7 +267,7 @@ class Scanner:
     ) -> None:
         self.root = root
         self._put = put
-        self._cache_get = cache_get
+        self._cache = cache
         self._dircache_get = dircache_get
         self.max_file_bytes = max_file_bytes
         self.exclude_env = exclude_env
@@ -401,9 +336,8 @@ class Scanner:
         """
         t0 = time.monotonic()
         self._racy_ns = time.time_ns() - GRANULARITY_NS
-        raw = self._cache_get(CACHE_KEY)
-        if raw:
-            self._old = _decoded(raw)
+        if self._cache is not None:
+            self._old = self._cache.folders
         # Every file is read: in processes, where each has a core of its own.
         self._fork_reads = not self._old and self._workers > 0 and self._forks > 0
         try:
@@ -448,18 +382,20 @@ class Scanner:
             ) from e
         finally:
             self._stop_pool()
-        cache: bytes | None = None
-        if self._new != self._old:
-            cache = marshal.dumps(self._new)
+        cache: dict[str, bytes | None] | None = None
+        if self._cache is None or self._cache.shards is None or self._new != self._old:
+            if self._cache is None:
+                made, cache = new_cache(self._new)
+            else:
+                made, cache = self._cache.derive(self._new, self._touched if self._bulk else None)
             # This scan's sums are the new cache's: the next scan need not add them up.
-            counts = (
+            made.counts = (
                 self._files,
                 self._large_count,
                 tuple(self._large),
                 self._unread_count,
                 tuple(self._unread),
             )
-            _remember(cache, self._new, counts)
             for gone in self._old.keys() - self._new.keys():
                 self._detail_out[gone] = None
         return ScanResult(
@@ -1063,9 +999,8 @@ class Scanner:
 
     def _old_counts(self) -> tuple[Any, ...]:
         """Sum the old cache's folders (kept with the decoded cache: summed once)."""
-        last = _LAST
-        if last[1] is self._old and last[2] is not None:
-            return last[2]
+        if self._cache is not None and self._cache.counts is not None:
+            return self._cache.counts
         files = n_large = n_unread = 0
         large: list[str] = []
         unread: list[tuple[str, str]] = []
@@ -1078,8 +1013,8 @@ class Scanner:
             if fast[_UNREAD] and len(unread) < SKIPPED_NAMED:
                 unread.extend(fast[_UNREAD][: SKIPPED_NAMED - len(unread)])
         counts = (files, n_large, tuple(large), n_unread, tuple(unread))
-        if last[1] is self._old:
-            _remember(last[0], last[1], counts)
+        if self._cache is not None:
+            self._cache.counts = counts
         return counts
 
     def _count_bulk(self) -> None:

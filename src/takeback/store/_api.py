@@ -98,7 +98,9 @@ class Meta(Protocol):
     def get_meta(self, key: str) -> str | None: ...  # noqa: D102
     def set_meta(self, key: str, value: str) -> None: ...  # noqa: D102
     def get_kv(self, key: str) -> bytes | None: ...  # noqa: D102
+    def get_kv_prefix(self, prefix: str) -> list[tuple[str, bytes]]: ...  # noqa: D102
     def set_kv(self, key: str, value: bytes) -> None: ...  # noqa: D102
+    def set_kvs(self, rows: dict[str, bytes | None]) -> None: ...  # noqa: D102
     def drop_kv_except(self, keep: str, *, prefix: str) -> bool: ...  # noqa: D102
     def dircache_dirs(self) -> list[str]: ...  # noqa: D102
     def get_dircache(self, dirs: Iterable[str]) -> dict[str, bytes]: ...  # noqa: D102

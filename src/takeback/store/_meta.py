@@ -397,15 +397,37 @@ class MetaStore:
         """Store a cached value."""
         self.conn.execute("INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)", (key, value))
 
+    def get_kv_prefix(self, prefix: str) -> list[tuple[str, bytes]]:
+        """Return the cached values whose key starts with ``prefix``, in key order.
+
+        They are read in one statement: one committed state.
+        """
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        rows = self.conn.execute(
+            "SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key", (prefix, end)
+        )
+        return [(str(k), bytes(v)) for k, v in rows]
+
+    def set_kvs(self, rows: dict[str, bytes | None]) -> None:
+        """Store (or, for None, delete) some cached values."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)",
+            [(k, v) for k, v in rows.items() if v is not None],
+        )
+        gone = [(k,) for k, v in rows.items() if v is None]
+        self.conn.executemany("DELETE FROM kv WHERE key=?", gone)
+
     def drop_kv_except(self, keep: str, *, prefix: str) -> bool:
-        """Delete the cached values whose key starts with ``prefix``, but ``keep``.
+        """Delete the cached values under ``prefix``, but ``keep`` and those under it.
+
+        Those under ``keep`` are the keys that start with ``keep + "/"``.
 
         Returns:
             Whether anything was deleted.
         """
         cur = self.conn.execute(
-            "DELETE FROM kv WHERE substr(key, 1, ?) = ? AND key != ?",
-            (len(prefix), prefix, keep),
+            "DELETE FROM kv WHERE substr(key, 1, ?) = ? AND key != ? AND substr(key, 1, ?) != ?",
+            (len(prefix), prefix, keep, len(keep) + 1, keep + "/"),
         )
         return cur.rowcount > 0
 

@@ -338,12 +338,22 @@ class PgMeta:
             return self._fresh_cache().get_kv(key)
         return self._local().get_kv(key)
 
+    def get_kv_prefix(self, prefix: str) -> list[tuple[str, bytes]]:
+        """Return the cached values under ``prefix``, in one statement (this machine's)."""
+        if prefix.startswith(SCAN_CACHE_PREFIX):
+            return self._fresh_cache().get_kv_prefix(prefix)
+        return self._local().get_kv_prefix(prefix)
+
     def set_kv(self, key: str, value: bytes) -> None:
         """Store a cached value (this machine's)."""
         self._local().set_kv(key, value)
 
+    def set_kvs(self, rows: dict[str, bytes | None]) -> None:
+        """Store (or, for None, delete) some cached values (this machine's)."""
+        self._local().set_kvs(rows)
+
     def drop_kv_except(self, keep: str, *, prefix: str) -> bool:
-        """Delete this machine's cached values under ``prefix``, but ``keep``."""
+        """Delete this machine's cached values under ``prefix``, but ``keep`` and those under it."""
         return self._local().drop_kv_except(keep, prefix=prefix)
 
     def dircache_rows(self) -> list[bytes]:

@@ -1,0 +1,239 @@
+"""Scan layer: the folder cache a scan keeps between runs, saved in shards.
+
+The cache holds one short record per folder (see ``_Fast``). It is saved in the store's
+key-value rows, split into ``SHARDS`` rows by a hash of the folder's path, under a header
+row (``CACHE_KEY``) that holds the cache's *token*: 16 random bytes, new with every saved
+cache. A scan that changed a few folders rewrites only their shards and the header (tens
+of kilobytes) instead of the whole cache (about 10 bytes per file: a megabyte at 100,000
+files, written and synced on every snapshot).
+
+Rules that keep the shards one cache:
+
+- **Read in one statement.** The header and every shard are read by one query, so they
+  are one committed state (a writer's header is never read with another's shards).
+- **Written only over the cache they came from.** A scan saves its shards only if the
+  header still holds the token of the cache it started from (checked in the write
+  transaction); otherwise another scan saved meanwhile, and its cache stays whole.
+- **A token names one content.** The process keeps the last cache it read or made,
+  by token; a header with that token is that content, so the shards are not read again.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+from binascii import crc32
+from collections.abc import Iterable
+from typing import Any
+
+#: The header row's key; the shards are ``CACHE_KEY + "/" + 3 hex digits``.
+CACHE_KEY = "dirs-v7"
+#: The format before shards: one row holding the whole cache (read, never written).
+LEGACY_KEY = "dirs-v6"
+SHARDS = 1024
+_PREFIX = CACHE_KEY + "/"
+
+#: What the cache keeps of one folder (a plain tuple: marshal stores it fast):
+#: listing key, names left out, ignored folders holding tracked files, stat key, subfolder
+#: names, subfolder tree ids ("" for one that could not be read), tree id, own kept-file
+#: count, own too-large file names, whether its ignore decisions consulted git's index,
+#: own unreadable entries (path, reason).
+_Fast = tuple[Any, ...]
+(_LISTING, _SKIP, _PARTIAL, _STAT, _NAMES, _IDS, _TREE, _FILES, _LARGE, _USES_INDEX, _UNREAD) = (
+    range(11)
+)
+_FAST_LEN = 11
+
+
+def shard_of(rel: str) -> int:
+    """Return the shard that holds a folder's record."""
+    return crc32(os.fsencode(rel)) % SHARDS
+
+
+class FolderCache:
+    """One scan's folder cache: its token, its records, and the same records by shard.
+
+    Never changed once made (a scan that changes folders makes a new one), so a process
+    may keep it and hand it to the next scan. ``counts`` is the one exception: the sums a
+    scan took of it, kept so that the next scan need not add them up again.
+    """
+
+    __slots__ = ("counts", "folders", "shards", "token")
+
+    def __init__(
+        self, token: bytes, folders: dict[str, _Fast], shards: list[dict[str, _Fast]] | None
+    ) -> None:
+        self.token = token
+        self.folders = folders
+        #: None for a cache read in the format before shards (grouped when first needed)
+        self.shards = shards
+        self.counts: tuple[Any, ...] | None = None
+
+    def derive(
+        self, folders: dict[str, _Fast], touched: Iterable[str] | None = None
+    ) -> tuple[FolderCache, dict[str, bytes | None]]:
+        """Return the cache that holds ``folders`` and the rows that save it over this one.
+
+        ``touched`` names every folder whose record was replaced, added or dropped (None:
+        compare every record). The rows are the header and the shards that differ (None
+        for a shard left empty).
+        """
+        if self.shards is None:
+            return new_cache(folders)
+        if touched is None:
+            old = self.folders
+            touched = [k for k, v in folders.items() if old.get(k) is not v]
+            touched.extend(k for k in old if k not in folders)
+        shards = list(self.shards)
+        copied: set[int] = set()
+        for rel in touched:
+            i = shard_of(rel)
+            if i not in copied:
+                shards[i] = dict(shards[i])
+                copied.add(i)
+            fast = folders.get(rel)
+            if fast is None:
+                shards[i].pop(rel, None)
+            else:
+                shards[i][rel] = fast
+        cache = FolderCache(os.urandom(16), folders, shards)
+        rows: dict[str, bytes | None] = {CACHE_KEY: cache.token}
+        for i in sorted(copied):
+            rows[shard_key(i)] = marshal.dumps(shards[i]) if shards[i] else None
+        remember(cache)
+        return cache, rows
+
+
+def shard_key(i: int) -> str:
+    """Return the key of shard ``i``."""
+    return f"{_PREFIX}{i:03x}"
+
+
+def new_cache(folders: dict[str, _Fast]) -> tuple[FolderCache, dict[str, bytes | None]]:
+    """Return a cache of ``folders`` made afresh, and every row that saves it.
+
+    Shards left empty are deleted, so rows of an earlier cache do not linger.
+    """
+    shards: list[dict[str, _Fast]] = [{} for _ in range(SHARDS)]
+    for rel, fast in folders.items():
+        shards[shard_of(rel)][rel] = fast
+    cache = FolderCache(os.urandom(16), folders, shards)
+    rows: dict[str, bytes | None] = {CACHE_KEY: cache.token}
+    for i, part in enumerate(shards):
+        rows[shard_key(i)] = marshal.dumps(part) if part else None
+    remember(cache)
+    return cache, rows
+
+
+def _records(raw: bytes) -> dict[str, _Fast] | None:
+    """Decode a shard (or a whole legacy cache); None when it is not one."""
+    try:
+        folders = marshal.loads(raw)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if type(folders) is not dict:
+        return None
+    for k, v in folders.items():
+        if type(k) is not str or type(v) is not tuple or len(v) != _FAST_LEN:
+            return None
+    return folders
+
+
+def load_cache(rows: Iterable[tuple[str, bytes]]) -> tuple[bytes | None, FolderCache | None]:
+    """Return the header's token and the cache that rows read in one statement hold.
+
+    ``rows`` are the store's key-value rows whose key starts with ``CACHE_KEY`` (the
+    header and the shards). The cache is None when there is none, or when a shard is
+    damaged: a scan without a cache is slower, never wrong, and saves a whole new one
+    over the token it read.
+    """
+    token: bytes | None = None
+    shards: list[dict[str, _Fast]] = [{} for _ in range(SHARDS)]
+    damaged = False
+    for key, value in rows:
+        if key == CACHE_KEY:
+            token = bytes(value)
+        elif key.startswith(_PREFIX):
+            try:
+                i = int(key[len(_PREFIX) :], 16)
+            except ValueError:
+                damaged = True
+                continue
+            part = _records(bytes(value))
+            if part is None or not 0 <= i < SHARDS:
+                damaged = True
+                continue
+            shards[i] = part
+    if token is None or damaged:
+        return token, None
+    last = _LAST
+    if last is not None and last.token == token:
+        return token, last  # the same content: keep the decoded one, and its sums
+    folders: dict[str, _Fast] = {}
+    for part in shards:
+        folders.update(part)
+    cache = FolderCache(token, folders, shards)
+    remember(cache)
+    return token, cache
+
+
+def load_legacy_cache(raw: bytes | None) -> FolderCache | None:
+    """Return the cache saved whole before shards (its token is empty: never saved)."""
+    folders = _records(raw) if raw else None
+    return None if folders is None else FolderCache(b"", folders, None)
+
+
+def known_cache(token: bytes | None) -> FolderCache | None:
+    """Return the cache this process last read or made, if ``token`` names it."""
+    last = _LAST
+    if token and last is not None and last.token == token:
+        return last
+    return None
+
+
+#: The cache this process last read or made. A process that scans again and again (the
+#: watching service, which runs the snapshots handed to it) reads a header row and
+#: nothing more while the cache is its own.
+_LAST: FolderCache | None = None
+
+
+def remember(cache: FolderCache) -> None:
+    """Keep ``cache`` as this process's last (replaced whole: a thread sees one)."""
+    global _LAST
+    _LAST = cache
+
+
+def cached_ids(cache: FolderCache | None, details: Iterable[bytes]) -> tuple[set[str], set[str]]:
+    """Return the tree ids and blob ids the scan cache names.
+
+    The next scan reuses them without writing them again (a folder whose stats are
+    unchanged keeps its tree id; a file whose stat is unchanged keeps its blob), so a
+    store that removes objects (gc) must keep every one of them, or forget the cache.
+
+    Args:
+        cache: the folder cache (None: there is none).
+        details: every detailed row (the ``dircache`` table).
+    """
+    from ..model import FILE, LINK
+
+    trees: set[str] = set()
+    blobs: set[str] = set()
+    if cache is not None:
+        for v in cache.folders.values():
+            trees.add(str(v[_TREE]))
+            trees.update(str(i) for i in v[_IDS] if i)
+    for raw in details:
+        try:
+            rows = marshal.loads(raw)
+        except (ValueError, EOFError, TypeError):
+            continue
+        if not isinstance(rows, dict):
+            continue
+        for v in rows.values():
+            try:
+                kind, _mode, oid, _size = v[1]
+            except (TypeError, ValueError, IndexError):
+                continue
+            if kind in (FILE, LINK) and oid:
+                blobs.add(bytes(oid).hex())
+    return trees, blobs

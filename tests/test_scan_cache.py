@@ -1,0 +1,133 @@
+"""Scan layer: the folder cache is saved in shards, and a save never mixes two scans'."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+from takeback.ops import Options, scan
+from takeback.ops._snapshot import _scan, stored_cache
+from takeback.scan import CACHE_KEY, GRANULARITY_NS, LEGACY_KEY
+from takeback.scan._cache import shard_key, shard_of
+from takeback.store import FolderStore
+
+from .conftest import CLI
+from .test_scan import age
+
+
+def make(tmp_path: Path) -> tuple[Path, FolderStore]:
+    """200 files in 40 folders, two levels deep."""
+    root = tmp_path / "ws"
+    for a in range(8):
+        for b in range(5):
+            d = root / f"a{a}" / f"b{b}"
+            d.mkdir(parents=True)
+            for i in range(5):
+                (d / f"f{i}.txt").write_text(f"{a} {b} {i}\n")
+    store = FolderStore.open(str(tmp_path / "store"), str(root), create=True)
+    return root, store
+
+
+def kv(store: FolderStore) -> dict[str, bytes]:
+    return dict(store.meta.get_kv_prefix("dirs-"))
+
+
+def test_a_changed_file_rewrites_only_its_folders_shards(tmp_path: Path) -> None:
+    root, store = make(tmp_path)
+    age(root)
+    scan(store, Options())
+    before = kv(store)
+    # Every folder's record is in the shard its path names.
+    token, cache = stored_cache(store.meta)
+    assert cache is not None and token == before[CACHE_KEY]
+    assert set(cache.folders) == {""} | {f"a{a}" for a in range(8)} | {
+        f"a{a}/b{b}" for a in range(8) for b in range(5)
+    }
+    for rel in cache.folders:
+        assert rel in marshal.loads(before[shard_key(shard_of(rel))])
+    (root / "a3" / "b1" / "f2.txt").write_text("changed\n")
+    again = scan(store, Options())
+    assert again.hashed_files == 1
+    after = kv(store)
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    assert changed == {CACHE_KEY} | {shard_key(shard_of(d)) for d in ("", "a3", "a3/b1")}
+
+
+def test_a_scan_does_not_save_over_a_cache_saved_meanwhile(tmp_path: Path) -> None:
+    """Two scans start from one cache; the one that saves second keeps the first's whole."""
+    root, store = make(tmp_path)
+    age(root)
+    scan(store, Options())
+    (root / "a1" / "b0" / "f0.txt").write_text("one\n")
+    (root / "a6" / "b4" / "f4.txt").write_text("two\n")
+    age(root)
+    first, save_first = _scan(store, Options())
+    (root / "a2" / "b2" / "new.txt").write_text("three\n")
+    age(root)
+    second, save_second = _scan(store, Options())
+    assert save_first is not None and save_second is not None
+    with store.meta.tx():
+        save_second()
+    saved = kv(store)
+    with store.meta.tx():
+        save_first()  # too late: its cache was made from the one the other replaced
+    assert kv(store) == saved
+    # The cache left is the second scan's: the next scan finds nothing to redo.
+    again = scan(store, Options())
+    assert again.tree == second.tree != first.tree
+    assert again.changed_dirs == 0
+
+
+def test_a_damaged_shard_costs_a_full_read_never_a_wrong_snapshot(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
+    for d in ("src", "docs", "src/deep"):
+        (ws_dir / d).mkdir(parents=True, exist_ok=True)
+        (ws_dir / d / "a.txt").write_text(f"{d}\n")
+    age(ws_dir)
+    first = json.loads(tb("snapshot", "--json").stdout)["id"]
+    db = sqlite3.connect(store_dir / "meta.db")
+    with db:
+        db.execute(
+            "UPDATE kv SET value=? WHERE key=?", (b"not marshal", shard_key(shard_of("src")))
+        )
+    db.close()
+    (ws_dir / "src" / "a.txt").write_text("changed\n")
+    doc = json.loads(tb("snapshot", "--json").stdout)
+    assert doc["scan"] == {"mode": "full", "reason": "the scan cache is damaged"}
+    diff = json.loads(tb("diff", first, doc["id"], "--json").stdout)
+    assert [f["path"] for f in diff["files"]] == ["src/a.txt"]
+    # The damaged cache was replaced whole: the next snapshot has one again.
+    doc = json.loads(tb("snapshot", "--json").stdout)
+    assert doc["scan"]["reason"] != "the scan cache is damaged"
+    db = sqlite3.connect(store_dir / "meta.db")
+    values = [v for (v,) in db.execute("SELECT value FROM kv WHERE key LIKE 'dirs-v7/%'")]
+    db.close()
+    assert values and b"not marshal" not in values
+
+
+def test_a_cache_saved_whole_before_shards_is_used_then_replaced(tmp_path: Path) -> None:
+    """A store from before shards keeps its stat cache: no unchanged file is read again."""
+    root, store = make(tmp_path)
+    age(root)
+    scan(store, Options())
+    folders = stored_cache(store.meta)[1].folders  # type: ignore[union-attr]
+    with store.meta.tx():
+        store.meta.set_kvs({k: None for k in kv(store)})
+        store.meta.set_kv(LEGACY_KEY, marshal.dumps(folders))
+    changed = root / "a4" / "b2" / "f1.txt"
+    changed.write_text("changed\n")
+    past = time.time_ns() - 10 * GRANULARITY_NS
+    os.utime(changed, ns=(past, past))
+    time.sleep(GRANULARITY_NS / 1e9 + 0.1)  # its ctime too
+    result = scan(store, Options())
+    assert (result.mode, result.reason) == ("full", "the scan cache is of an older format")
+    assert result.hashed_files == 1
+    keys = set(kv(store))
+    assert LEGACY_KEY not in keys and CACHE_KEY in keys
+    again = scan(store, Options())
+    assert again.tree == result.tree and again.changed_dirs == 0
