@@ -277,3 +277,26 @@ def test_empty_store_and_session_variables_mean_unset(tb: CLI, ws_dir: Path) -> 
     assert got["session"] == "default"
     log = json.loads(tb("log", "--json", env=empty).stdout)
     assert got["id"] in [s["id"] for s in log]
+
+
+def test_one_process_runs_many_command_lines(
+    ws_dir: Path,
+    store_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The service runs command after command in one process: none inherits another's."""
+    from takeback.cli import main
+
+    monkeypatch.setenv("TAKEBACK_STORE", str(store_dir))
+    monkeypatch.setenv("TAKEBACK_RELAY", "0")
+    (ws_dir / "a.txt").write_text("a\n")
+    args = ["snapshot", "--root", str(ws_dir), "--json"]
+    assert main([*args, "-m", "first"], relay=False) == 0
+    assert json.loads(capsys.readouterr().out)["message"] == "first"
+    assert main(args, relay=False) == 0
+    assert json.loads(capsys.readouterr().out)["message"] == ""
+    assert main(["snapshot", "--root", str(ws_dir), "--bogus"], relay=False) == 2
+    assert main(["log", "--root", str(ws_dir), "--json"], relay=False) == 0
+    messages = [s["message"] for s in json.loads(capsys.readouterr().out)]
+    assert messages == ["", "first", "session start"]  # newest first

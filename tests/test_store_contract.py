@@ -272,6 +272,9 @@ def test_settings_and_the_scan_cache(opener: Opener) -> None:
         s.meta.set_kvs({"dirs-v1/000": b"a", "dirs-v1/001": b"b", "dirs-v1/002": b"c"})
         s.meta.set_kv("dirs-v0", b"old")
         s.meta.set_kv("dirs-v0/000", b"old shard")
+        s.meta.set_kv("dirs-v1-x", b"between the kept key and its shards")
+        s.meta.set_kv("dirs-v2", b"after them")
+        s.meta.set_kv("service-mark", b"not the cache's")
         s.meta.put_dircache({"src": b"rows", "gone": b"x"})
     assert s.meta.get_meta("retention") == "30d"
     assert opener().meta.get_meta("retention") == "30d"
@@ -282,6 +285,7 @@ def test_settings_and_the_scan_cache(opener: Opener) -> None:
         s.meta.set_kvs({"dirs-v1/000": b"A", "dirs-v1/001": None})
     assert s.meta.get_kv_prefix("dirs-v1") == [
         ("dirs-v1", b"cache"),
+        ("dirs-v1-x", b"between the kept key and its shards"),
         ("dirs-v1/000", b"A"),
         ("dirs-v1/002", b"c"),
     ]
@@ -290,6 +294,7 @@ def test_settings_and_the_scan_cache(opener: Opener) -> None:
         s.meta.put_dircache({"gone": None})
     assert s.meta.get_kv("dirs-v0") is None
     assert s.meta.get_kv_prefix("dirs-v0") == []
+    assert s.meta.get_kv("service-mark") == b"not the cache's"
     assert [k for k, _v in s.meta.get_kv_prefix("dirs-")] == [
         "dirs-v1",
         "dirs-v1/000",

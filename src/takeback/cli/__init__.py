@@ -12,6 +12,7 @@ import sys
 TYPE_CHECKING = False  # not typing's: see takeback/__init__.py
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
 
 #: The exit code when stdout is closed before the output ends (``takeback log | head``):
@@ -66,7 +67,16 @@ def _main(argv: Sequence[str] | None, relay: bool) -> int:
     # Imported here: `--version` and hook calls never pay for the parser and its commands.
     from ._app import build_parser, command_in, run
 
-    return run(build_parser(command_in(args)), args)
+    only = command_in(args)
+    # A process that runs many command lines (the watching service) builds each command's
+    # parser once: parsing changes nothing in it.
+    parser = _PARSERS.get(only)
+    if parser is None:
+        parser = _PARSERS[only] = build_parser(only)
+    return run(parser, args)
+
+
+_PARSERS: dict[str | None, Any] = {}
 
 
 __all__ = ["main"]

@@ -232,6 +232,11 @@ class OpRow(NamedTuple):
 MAX_INT = 2**63 - 1
 
 
+def _after(prefix: str) -> str:
+    """Return the least string after every string that starts with ``prefix``."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
 def _storable(n: int) -> bool:
     return -MAX_INT - 1 <= n <= MAX_INT
 
@@ -402,9 +407,9 @@ class MetaStore:
 
         They are read in one statement: one committed state.
         """
-        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         rows = self.conn.execute(
-            "SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key", (prefix, end)
+            "SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key",
+            (prefix, _after(prefix)),
         )
         return [(str(k), bytes(v)) for k, v in rows]
 
@@ -425,11 +430,12 @@ class MetaStore:
         Returns:
             Whether anything was deleted.
         """
-        cur = self.conn.execute(
-            "DELETE FROM kv WHERE substr(key, 1, ?) = ? AND key != ? AND substr(key, 1, ?) != ?",
-            (len(prefix), prefix, keep, len(keep) + 1, keep + "/"),
-        )
-        return cur.rowcount > 0
+        # Three ranges of the key's index around what is kept: nothing else is read.
+        deleted = 0
+        for low, high in ((prefix, keep), (keep + "\0", keep + "/"), (keep + "0", _after(prefix))):
+            cur = self.conn.execute("DELETE FROM kv WHERE key >= ? AND key < ?", (low, high))
+            deleted += cur.rowcount
+        return deleted > 0
 
     # Folder names are kept as their bytes (os.fsencode): a name that is not UTF-8 cannot
     # be stored as SQLite text.
