@@ -213,18 +213,28 @@ def test_hook_calls_the_service_runs_record_what_calls_run_here_do(
     assert not (ws / "sub" / "new.txt").exists()
 
 
-def _ask_raw(store: Path, request: dict[str, Any]) -> list[dict[str, Any]]:
+def _ask_raw(store: Path, call: dict[str, Any]) -> list[Any]:
+    """Send a call frame; return the service's first line and the ``done`` answer, if any."""
+    from takeback import _wire
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(10)
     sock.connect(str(store / "service" / "sock"))
     try:
-        sock.sendall(json.dumps(request).encode() + b"\n")
+        sock.sendall(_wire.call_frame(**call))
         data = b""
         while chunk := sock.recv(65536):
             data += chunk
     finally:
         sock.close()
-    return [json.loads(line) for line in data.splitlines()]
+    first, _, rest = data.partition(b"\n")
+    got: list[Any] = [first.decode()]
+    if rest:
+        line, _, body = rest.partition(b"\n")
+        size = _wire.header(line, _wire.DONE)
+        assert size == len(body)
+        got.append(_wire.done(body))
+    return got
 
 
 def test_a_call_meant_for_another_installation_or_without_its_claim_is_declined(
@@ -236,7 +246,6 @@ def test_a_call_meant_for_another_installation_or_without_its_claim_is_declined(
     claim = "ab" * 12
     (claims / claim).write_bytes(b"")
     call = {
-        "op": "run",
         "claim": claim,
         "package": "/somewhere/else/takeback",
         "argv": ["snapshot"],
@@ -246,16 +255,16 @@ def test_a_call_meant_for_another_installation_or_without_its_claim_is_declined(
     }
     count = len(_snapshots(tb))
     got = _ask_raw(store_dir, call)
-    assert len(got) == 1 and "another installation" in got[0]["declined"]
+    assert got == ["declined the service runs another installation of takeback"]
     assert (claims / claim).exists()  # still the caller's: it runs the call itself
     (claims / claim).unlink()
     mine = os.path.dirname(os.path.abspath(takeback.__file__))
     got = _ask_raw(store_dir, {**call, "package": mine})
-    assert got == [{"declined": "the caller withdrew it"}]
+    assert got == ["declined the caller withdrew it"]
     assert len(_snapshots(tb)) == count
     (claims / claim).write_bytes(b"")
     got = _ask_raw(store_dir, {**call, "package": mine})
-    assert got[0] == {"taken": True} and got[1]["code"] == 0
+    assert got[0] == "taken" and got[1][0] == 0 and got[1][2] == ""
     assert not (claims / claim).exists()
     assert len(_snapshots(tb)) == count + 1
 
@@ -318,7 +327,7 @@ def test_a_service_that_answers_garbage_gets_no_call_and_it_runs_here(
         server.close()
         os.unlink(paths.socket)
     assert got["scan"] == {"mode": "full", "reason": "the service's answer was not understood"}
-    assert [a.startswith(b'{"op": "run"') for a in asked] == [True, False]
+    assert [a.startswith(b"takeback-run ") for a in asked] == [True, False]
     assert os.listdir(paths.claims) == []  # withdrawn: the command ran it itself
 
 
@@ -354,3 +363,33 @@ def test_a_snapshot_interrupted_while_the_service_runs_it_says_so_and_is_taken(
     while len(_snapshots(tb)) == count and time.monotonic() < deadline:
         time.sleep(0.1)
     assert len(_snapshots(tb)) == count + 1  # the service took it: it ran it to the end
+
+
+def test_a_snapshot_the_service_ran_into_a_closed_pipe_ends_quietly(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    """``takeback snapshot --json | true``: recorded, exit 141, nothing on stderr."""
+    import subprocess
+    import sys
+
+    from tests.conftest import SRC
+
+    before, count = _calls(store_dir), len(_snapshots(tb))
+    env = dict(os.environ, TAKEBACK_STORE=str(store_dir), PYTHONPATH=SRC)
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "takeback", "snapshot", "--json"],
+            cwd=ws,
+            env=env,
+            stdout=w,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(w)
+    assert (proc.returncode, proc.stderr) == (141, b"")
+    assert _calls(store_dir) == before + 1
+    assert len(_snapshots(tb)) == count + 1

@@ -158,6 +158,7 @@ def test_hook_calls_and_snapshots_load_only_what_they_run(tmp_path: Path) -> Non
 RELAY = {
     "takeback",
     "takeback._where",
+    "takeback._wire",
     "takeback.cli",
     "takeback.cli._relay",
     "takeback.integrations",
@@ -187,6 +188,8 @@ def test_a_call_the_service_runs_loads_only_the_relay(tmp_path: Path) -> None:
         assert "takeback.cli._relay" in modules
         assert sorted(m for m in modules if m.startswith("takeback") and m not in RELAY) == []
         assert sorted(modules & RELAY_NEVER) == []
+        # Its frames need no json (a hook call reads its JSON payload, so it has it).
+        assert "json" not in modules
 
         done, modules = _hook(
             ws, store, tmp_path, {"hook_event_name": "UserPromptSubmit", "prompt": "go"}, relay=True

@@ -25,12 +25,12 @@ from __future__ import annotations
 import os
 
 from .._where import CLAIMS_DIR, SOCKET_NAME, default_store_path, service_dir, via_short_path
+from .._wire import DONE, TAKEN, call_frame, done, header
 
 TYPE_CHECKING = False  # not typing's: see takeback/__init__.py
 if TYPE_CHECKING:
     import _socket
     from collections.abc import Mapping, Sequence
-    from typing import Any
 
 #: ``0`` (or ``off``): every command runs in its own process, never in the service.
 RELAY_ENV = "TAKEBACK_RELAY"
@@ -160,10 +160,10 @@ def try_command(argv: Sequence[str]) -> int | None:
         return 130
     if answer is None:
         return None
-    sys.stdout.write(str(answer.get("out", "")))
-    sys.stderr.write(str(answer.get("err", "")))
-    code = answer.get("code")
-    return code if isinstance(code, int) else 1
+    code, out, err = answer
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return code
 
 
 def exchange(
@@ -172,8 +172,10 @@ def exchange(
     cwd: str,
     env: Mapping[str, str],
     stdin: bytes | None,
-) -> dict[str, Any] | None:
-    """Hand one call to the store's service; return its answer, or None to run it here.
+) -> tuple[int, str, str] | None:
+    """Hand one call to the store's service; return its exit code, stdout and stderr.
+
+    None: the service did not take it, and it runs here.
 
     Waits as long as the service runs the call once it has taken it (a hook call is
     bounded by its own ``Deadline``).
@@ -191,29 +193,19 @@ def exchange(
         os.close(os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
     except OSError:
         return None  # no claims folder (a service that takes no calls), no room
-    import json
-
-    request = {
-        "op": "run",
-        "claim": os.path.basename(claim),
-        "package": _package(),
-        "argv": argv,
-        "cwd": cwd,
-        "env": dict(env),
-        "stdin": stdin.decode("latin-1") if stdin is not None else None,
-    }
+    request = call_frame(os.path.basename(claim), _package(), argv, cwd, env, stdin)
     sock = None
     lines = None
     first = None
     try:
         sock = _connect(sdir)
-        sock.sendall(json.dumps(request).encode() + b"\n")
+        sock.sendall(request)
         lines = _Lines(sock)
         first = lines.next(WAIT_TAKEN)
     except OSError:
         pass
     try:
-        if not _taken(first):
+        if first != TAKEN:
             if _withdraw(claim):
                 if lines is not None and lines.timed_out:
                     _stuck(store_path)
@@ -221,18 +213,17 @@ def exchange(
             if lines is None:
                 raise BrokeOff(_BROKE)
             # Taken just as we gave up waiting: its answer is still to come.
-            while not _taken(first):
+            while first != TAKEN:
                 first = lines.next(None)
                 if first is None:
                     raise BrokeOff(_BROKE)
         assert lines is not None
         last = lines.next(None)
-        if last is None:
+        size = None if last is None else header(last, DONE)
+        body = None if size is None else lines.read(size)
+        if body is None:
             raise BrokeOff(_BROKE)
-        answer = json.loads(last)
-        if not isinstance(answer, dict):
-            raise BrokeOff(_BROKE)
-        return answer
+        return done(body)
     except (OSError, ValueError, AttributeError) as e:
         raise BrokeOff(_BROKE) from e
     finally:
@@ -244,17 +235,6 @@ _BROKE = (
     "the watching service stopped answering while it ran this call; "
     "`takeback log` shows whether it was recorded"
 )
-
-
-def _taken(line: bytes | None) -> bool:
-    """Whether a line from the service says it took the call (garbage says it did not)."""
-    import json
-
-    try:
-        doc = json.loads(line) if line else None
-    except ValueError:
-        return False
-    return isinstance(doc, dict) and doc.get("taken") is True
 
 
 def _withdraw(claim: str) -> bool:
@@ -314,3 +294,14 @@ class _Lines:
             self.buf += chunk
         line, _, self.buf = self.buf.partition(b"\n")
         return line
+
+    def read(self, size: int) -> bytes | None:
+        """Return the next ``size`` bytes (None: the connection closed before them)."""
+        self.sock.settimeout(None)
+        while len(self.buf) < size:
+            chunk = self.sock.recv(max(1 << 16, size - len(self.buf)))
+            if not chunk:
+                return None
+            self.buf += chunk
+        data, self.buf = self.buf[:size], self.buf[size:]
+        return data

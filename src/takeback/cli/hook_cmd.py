@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
@@ -107,11 +107,14 @@ def _read_stdin() -> bytes:
     return stdin.buffer.read()
 
 
-def entry(argv: Sequence[str]) -> int | None:
+def entry(
+    argv: Sequence[str], *, end_when_relayed: Callable[[int], None] | None = None
+) -> int | None:
     """Run a hook call and return 0; return None when ``argv`` is not a hook call.
 
     Nothing is printed on stdout, and every exception (argument errors included) is
-    logged and swallowed.
+    logged and swallowed. ``end_when_relayed`` is called (with 0) when the service
+    recorded the call: the process that calls ``entry`` has nothing left to do then.
     """
     if not is_hook_call(argv):
         return None
@@ -119,6 +122,7 @@ def entry(argv: Sequence[str]) -> int | None:
     # Whatever is printed by mistake goes to stderr, which Claude Code does not parse.
     sys.stdout = sys.stderr
     deadline: Deadline | None = None
+    relayed = False
     try:
         from ..integrations._claude_hook import Deadline, run
 
@@ -127,14 +131,17 @@ def entry(argv: Sequence[str]) -> int | None:
         deadline = Deadline.from_env(os.environ, call)
         deadline.start()
         raw = _read_stdin()
-        if not _relayed(argv, call, raw, deadline):
+        relayed = _relayed(argv, call, raw, deadline)
+        if not relayed:
             run(raw, call, os.environ, deadline=deadline)
     except BaseException:  # noqa: BLE001, S110 - fail open; run() has logged what it could
-        pass
+        relayed = False
     finally:
         if deadline is not None:
             deadline.stop()
         sys.stdout = saved
+    if relayed and end_when_relayed is not None:
+        end_when_relayed(0)
     return 0
 
 

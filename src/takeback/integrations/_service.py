@@ -3,16 +3,17 @@
 :func:`serve` is the service itself (``takeback service run``): it holds a lock on its
 pid file in the store (so one runs per workspace), watches the tree through a
 :class:`takeback.Watcher`, and answers on a Unix socket in the store's ``service/``
-folder (0700; the socket 0600), one JSON line per connection:
+folder (0700; the socket 0600), one question per connection, a JSON line:
 
 - ``{"op": "mark", "service": ID, "gen": N}``: what changed since that mark (or why a
   full scan is needed), and a new mark;
 - ``{"op": "status"}``: what it watches and what it costs;
 - ``{"op": "stop"}``: it answers, then exits;
-- ``{"op": "run", "claim": C, "argv": [...], "cwd": ..., "env": {...}, ...}``: a command
-  the relay (``cli/_relay.py``) hands over: when it can still remove the claim file C it
-  answers ``{"taken": true}``, runs the command (the ``runner`` given to :func:`serve`)
-  and answers its exit code and output; otherwise it declines, and the caller runs it.
+
+or a call frame (``_wire.py``): a command the relay (``cli/_relay.py``) hands over, with
+its claim file C. When the service can still remove C it answers ``taken``, runs the
+command (the ``runner`` given to :func:`serve`) and answers its exit code and output;
+otherwise it declines, and the caller runs it.
 
 It writes nothing in the workspace. It exits after ``quiet`` seconds without a
 question, when asked to, on SIGTERM, or when the store or the root goes away. A question
@@ -39,6 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import ServicePaths, answer_here, ask_service
+from .. import _wire as wire
 from .._where import via_short_path
 
 #: Runs one command line handed over by the relay: (argv, cwd, env, stdin) -> (exit
@@ -363,39 +365,56 @@ class _Service:
             conn.settimeout(CLIENT_TIMEOUT)
             data = bytearray()
             try:
-                while not data.endswith(b"\n") and len(data) < REQUEST_MAX:
+                while b"\n" not in data and len(data) < REQUEST_MAX:
                     chunk = conn.recv(1 << 16)
                     if not chunk:
                         break
                     data += chunk
+                line, _, rest = data.partition(b"\n")
+                size = wire.header(bytes(line), wire.CALL)
+                if size is not None:
+                    self.take_call(conn, size, rest)
+                    return
                 try:
                     req = json.loads(data)
                 except ValueError:
                     req = None
-                if isinstance(req, dict) and req.get("op") == "run":
-                    self.run_call(conn, req)
-                    return
                 out = self.answer(req)
                 conn.sendall(json.dumps(out, separators=(",", ":")).encode() + b"\n")
             except OSError:
                 return
 
-    def run_call(self, conn: socket.socket, req: dict[str, Any]) -> None:
-        """Take a call the relay hands over, run it, and answer what it printed."""
+    def take_call(self, conn: socket.socket, size: int, got: bytearray) -> None:
+        """Read the rest of a call frame; run the call if it is this service's to take."""
         self.last_call = time.monotonic()
-        why = self._refuse(req)
-        if why:
-            conn.sendall(json.dumps({"declined": why}).encode() + b"\n")
+        call: wire.Call | None = None
+        if size <= REQUEST_MAX:
+            while len(got) < size:
+                chunk = conn.recv(min(1 << 20, size - len(got)))
+                if not chunk:
+                    return
+                got += chunk
+            try:
+                call = wire.Call(bytes(got[:size]))
+            except ValueError:
+                call = None
+        why = "the call was not understood" if call is None else self._refuse(call)
+        if why or call is None:
+            conn.sendall(wire.DECLINED + why.encode() + b"\n")
             return
+        self.run_call(conn, call)
+
+    def run_call(self, conn: socket.socket, call: wire.Call) -> None:
+        """Take a call the relay hands over, run it, and answer what it printed."""
         try:
             # The claim is the caller's until removed: removing it is taking the call.
-            os.unlink(os.path.join(self.claims, req["claim"]))
+            os.unlink(os.path.join(self.claims, call.claim))
         except FileNotFoundError:
-            conn.sendall(b'{"declined":"the caller withdrew it"}\n')
+            conn.sendall(wire.DECLINED + b"the caller withdrew it\n")
             return
         self.calls += 1
         try:
-            conn.sendall(b'{"taken":true}\n')
+            conn.sendall(wire.TAKEN + b"\n")
         except OSError:
             pass  # the caller is gone: the call runs all the same, as it would have there
         if self.die_in_call:
@@ -407,38 +426,27 @@ class _Service:
             time.sleep(self.stall_in_call)
             self.stall_in_call = 0.0
         assert self.runner is not None
-        stdin = req.get("stdin")
         try:
-            code, out, err = self.runner(
-                list(req["argv"]),
-                str(req["cwd"]),
-                {str(k): str(v) for k, v in req["env"].items()},
-                stdin.encode("latin-1") if isinstance(stdin, str) else None,
-            )
+            code, out, err = self.runner(call.argv, call.cwd, call.env, call.stdin)
         except Exception as e:  # noqa: BLE001 - one call's failure must not end the service
             self.log(f"a call failed: {e!r}", e)
             code, out, err = 1, "", f"takeback: error: the service failed to run it: {e!r}\n"
         try:
-            answer = {"code": code, "out": out, "err": err}
             conn.settimeout(CLIENT_TIMEOUT)
-            conn.sendall(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
+            conn.sendall(wire.done_frame(code, out, err))
         except OSError:
             pass  # the caller gave up waiting (its bound passed): what ran is recorded
 
-    def _refuse(self, req: dict[str, Any]) -> str:
+    def _refuse(self, call: wire.Call) -> str:
         """Return why this service does not take a call ('' when it does)."""
         if self.runner is None:
             return "this service runs no calls"
-        if req.get("package") != self.package:
+        if call.package != self.package:
             return "the service runs another installation of takeback"
-        claim = req.get("claim")
-        if not isinstance(claim, str) or len(claim) != 24 or not _is_hex(claim):
+        if len(call.claim) != 24 or not _is_hex(call.claim):
             return "no claim"
-        argv, cwd, env = req.get("argv"), req.get("cwd"), req.get("env")
-        if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+        if not call.argv:
             return "no command line"
-        if not isinstance(cwd, str) or not isinstance(env, dict):
-            return "no folder or environment"
         return ""
 
     def sweep_claims(self) -> None:
