@@ -17,6 +17,7 @@ LAYERS = {
     "_types": 0,
     "_fs": 0,
     "_where": 0,
+    "_wire": 0,
     "model": 1,
     "store": 2,
     "scan": 2,
@@ -235,6 +236,14 @@ EDGE_EXCEPTIONS = {
     ("cli._relay", "_where", "via_short_path"),
     # The one way to name a long Unix socket path, for the service's own socket.
     ("integrations._service", "_where", "via_short_path"),
+    # The relay's frames, made and read without loading the library (or json), on both
+    # sides of the service's socket.
+    ("cli._relay", "_wire", "DONE"),
+    ("cli._relay", "_wire", "TAKEN"),
+    ("cli._relay", "_wire", "call_frame"),
+    ("cli._relay", "_wire", "done"),
+    ("cli._relay", "_wire", "header"),
+    ("integrations._service", "_wire", "*"),
     # The one atomic writer (temp file, fsync, rename), for the settings file.
     ("integrations._claude_settings", "_fs", "atomic_write"),
 }
