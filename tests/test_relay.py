@@ -393,3 +393,53 @@ def test_a_snapshot_the_service_ran_into_a_closed_pipe_ends_quietly(
     assert (proc.returncode, proc.stderr) == (141, b"")
     assert _calls(store_dir) == before + 1
     assert len(_snapshots(tb)) == count + 1
+
+
+def _send_raw(store: Path, data: bytes, *, close_early: bool = False) -> bytes:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(str(store / "service" / "sock"))
+    try:
+        sock.sendall(data)
+        if close_early:
+            return b""
+        sock.shutdown(socket.SHUT_WR)
+        got = b""
+        while chunk := sock.recv(65536):
+            got += chunk
+        return got
+    finally:
+        sock.close()
+
+
+def test_a_bad_call_frame_is_declined_and_the_service_goes_on(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    """Frames cut short, lying about their size, or not a call: nothing runs, nothing hangs."""
+    import takeback
+    from takeback import _wire
+
+    claims = store_dir / "service" / "claims"
+    claim = "cd" * 12
+    (claims / claim).write_bytes(b"")
+    mine = os.path.dirname(os.path.abspath(takeback.__file__))
+    env = dict(os.environ, TAKEBACK_STORE=str(store_dir))
+    good = _wire.call_frame(claim, mine, ["snapshot"], str(ws), env, None)
+    count = len(_snapshots(tb))
+    not_understood = b"declined the call was not understood\n"
+    assert _send_raw(store_dir, b"takeback-run 5\n1:ab") == b""  # cut short: dropped
+    assert _send_raw(store_dir, b"takeback-run 99999999999\n") == not_understood
+    assert _send_raw(store_dir, _wire.frame(_wire.CALL, [b"x", b"y"])) == not_understood
+    assert _send_raw(store_dir, b"takeback-run 6\n9:abcde") == not_understood
+    bad_argc = _wire.frame(_wire.CALL, [claim.encode(), b"p", b"/", b"0", b"", b"7", b"x", b"0"])
+    assert _send_raw(store_dir, bad_argc) == not_understood
+    _send_raw(store_dir, good[: len(good) // 2], close_early=True)  # the caller went away
+    assert (claims / claim).exists()  # none of these took the claim
+    assert len(_snapshots(tb)) == count
+    got = _send_raw(store_dir, good)
+    first, _, rest = got.partition(b"\n")
+    line, _, body = rest.partition(b"\n")
+    assert first == _wire.TAKEN and _wire.header(line, _wire.DONE) == len(body)
+    assert _wire.done(body)[0] == 0
+    assert len(_snapshots(tb)) == count + 1
+    assert not (claims / claim).exists()

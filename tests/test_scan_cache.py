@@ -131,3 +131,61 @@ def test_a_cache_saved_whole_before_shards_is_used_then_replaced(tmp_path: Path)
     assert LEGACY_KEY not in keys and CACHE_KEY in keys
     again = scan(store, Options())
     assert again.tree == result.tree and again.changed_dirs == 0
+
+
+def test_snapshots_taken_at_once_leave_a_cache_the_service_can_vouch_for(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
+    """Three commands snapshot at once, again and again, while files change under them.
+
+    Each asks the service what changed since the cache's mark and saves its shards only
+    over the cache it started from; the cache left must be one scan's, so the next
+    service-fed snapshot is exactly what a scan with no cache finds.
+    """
+    import random
+    import subprocess
+    import sys
+
+    from takeback.ops import Options
+    from takeback.store import FolderStore
+
+    from ._service import full_tree, running_service
+    from .conftest import SRC
+
+    for a in range(6):
+        for b in range(5):
+            d = ws_dir / f"a{a}" / f"b{b}"
+            d.mkdir(parents=True)
+            for i in range(4):
+                (d / f"f{i}.txt").write_text(f"{a} {b} {i}\n")
+    tb("snapshot")
+    rng = random.Random(7)
+    env = dict(os.environ, TAKEBACK_STORE=str(store_dir), PYTHONPATH=SRC, TAKEBACK_RELAY="0")
+    with running_service(ws_dir, store_dir):
+        tb("snapshot")  # the service's first mark
+        for _round in range(4):
+            procs = [
+                subprocess.Popen(
+                    [sys.executable, "-m", "takeback", "snapshot", "--json"],
+                    cwd=ws_dir,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+                for _ in range(3)
+            ]
+            for _ in range(12):
+                d = ws_dir / f"a{rng.randrange(6)}" / f"b{rng.randrange(5)}"
+                (d / f"f{rng.randrange(6)}.txt").write_text(f"{rng.random()}\n")
+                time.sleep(0.01)
+            for p in procs:
+                out, err = p.communicate(timeout=60)
+                assert p.returncode == 0, err
+        doc = json.loads(tb("snapshot", "--json", env={"TAKEBACK_RELAY": "0"}).stdout)
+        assert doc["scan"]["mode"] == "service", doc["scan"]
+        store = FolderStore.open(str(store_dir), str(ws_dir), create=False)
+        try:
+            taken = store.meta.snapshot(doc["id"])
+            assert taken is not None and taken.tree == full_tree(store, Options())
+        finally:
+            store.close()
