@@ -718,3 +718,32 @@ def test_git_index_absent(tmp_path: Path) -> None:
     (tmp_path / "notrepo").mkdir()
     (tmp_path / "notrepo" / ".git").write_text("not a gitdir line\n")
     assert GitIndex.load(str(tmp_path / "notrepo")) is None
+
+
+def test_git_index_read_again_when_git_rewrites_it(tmp_path: Path) -> None:
+    """The index read last is kept by its stat: a rewrite by git is always read again."""
+    repo = new_repo(tmp_path, {"a": "", "b": ""})
+    git(repo, "add", "a")
+    first = GitIndex.load(str(repo))
+    assert first is not None and first.is_tracked("a") and not first.is_tracked("b")
+    assert GitIndex.load(str(repo)) is first  # the same file: not read again
+    git(repo, "add", "b")
+    again = GitIndex.load(str(repo))
+    assert again is not None and again.is_tracked("a") and again.is_tracked("b")
+    git(repo, "rm", "-q", "--cached", "a")
+    last = GitIndex.load(str(repo))
+    assert last is not None and not last.is_tracked("a") and last.is_tracked("b")
+
+
+def test_git_index_names_that_are_not_utf8(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path, {"ok.txt": ""})
+    raw = os.path.join(os.fsencode(repo), b"caf\xe9", b"\xff.bin")
+    os.makedirs(os.path.dirname(raw))
+    with open(raw, "wb") as f:
+        f.write(b"x")
+    git(repo, "add", "-A")
+    index = GitIndex.load(str(repo))
+    assert index is not None
+    assert index.is_tracked(os.fsdecode(b"caf\xe9/\xff.bin")) and index.is_tracked("ok.txt")
+    assert index.has_tracked_under(os.fsdecode(b"caf\xe9"))
+    assert not index.has_tracked_under("caf")

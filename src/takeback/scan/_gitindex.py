@@ -89,6 +89,44 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
     return value, pos
 
 
+def _plain_entries(data: bytes, hash_size: int, count: int) -> tuple[list[bytes], int] | None:
+    """Read the paths of a version 2 or 3 index whose entries are all plain, fast.
+
+    Plain: no extended flags, and every path shorter than the length field's limit, so
+    each path is where its flags say, followed by a NUL (with the order of the paths, the
+    check that tells SHA-1 from SHA-256 layouts). None at the first entry that is not
+    plain, or when the paths do not check out: :func:`_entries` reads the index entry by
+    entry then.
+    """
+    end = len(data) - hash_size
+    names: list[bytes] = []
+    append = names.append
+    flags_of = _UINT16.unpack_from
+    head = _STAT_SIZE + hash_size
+    flags_at = _HEADER.size + head
+    try:
+        for _ in range(count):
+            (flags,) = flags_of(data, flags_at)
+            name_len = flags & _NAME_MASK
+            if flags & _EXTENDED_FLAG or name_len == _NAME_MASK:
+                return None
+            name_at = flags_at + 2
+            name_end = name_at + name_len
+            if data[name_end]:
+                return None
+            append(data[name_at:name_end])
+            # Entries are NUL-padded to a multiple of eight bytes.
+            flags_at += (head + 2 + name_len + 8) & ~7
+    except (struct.error, IndexError):
+        return None
+    pos = flags_at - head
+    # Checked once for all: no path holds a NUL (its first one ends it), and the paths
+    # come in git's order, as a wrong layout's would not.
+    if pos > end or b"\0" in b"".join(names) or names != sorted(names):
+        return None
+    return names, pos
+
+
 def _entries(data: bytes, hash_size: int) -> tuple[list[bytes], int]:
     """Read the entry paths of an index, and the offset where its extensions begin.
 
@@ -99,6 +137,10 @@ def _entries(data: bytes, hash_size: int) -> tuple[list[bytes], int]:
     signature, version, count = _HEADER.unpack_from(data, 0)
     if signature != _SIGNATURE or version not in (2, 3, 4):
         raise _Corrupt("not an index")
+    if version != 4:
+        plain = _plain_entries(data, hash_size, count)
+        if plain is not None:
+            return plain
     end = len(data) - hash_size
     names: list[bytes] = []
     previous = b""
@@ -177,25 +219,32 @@ def _read_index(path: str, git_dir: str, *, follow_link: bool = True) -> list[by
     return None
 
 
+#: The index this process read last: its file's stat, and what it holds. A process that
+#: scans again and again (the watching service) reads an index once per change of it.
+_LAST: tuple[tuple[str, int, int, int, int], GitIndex | None] | None = None
+
+
 class GitIndex:
     """The paths recorded in a repository's index, for "is this tracked?" questions.
 
-    Paths are relative to the worktree root, '/'-separated, decoded with ``os.fsdecode``.
+    Paths are kept as the index holds them, bytes in git's order; questions are asked with
+    paths relative to the worktree root, '/'-separated, as ``os.fsdecode`` makes them.
     """
 
     __slots__ = ("_paths", "_sparse_dirs")
 
-    def __init__(self, paths: Iterable[str], sparse_dirs: Iterable[str] = ()) -> None:
-        """Build an index view from decoded paths.
+    def __init__(self, paths: Iterable[bytes], sparse_dirs: Iterable[bytes] = ()) -> None:
+        """Build an index view from the paths an index holds.
 
         Args:
-            paths: Tracked file paths.
+            paths: Tracked file paths (an index's are sorted already, which sorting finds
+                at once; a path in several merge stages may come more than once).
             sparse_dirs: Directories a sparse index records as a whole, without trailing
                 slash; every path below them counts as tracked.
 
         """
-        self._paths: list[str] = sorted(set(paths))
-        self._sparse_dirs: list[str] = sorted({d.rstrip("/") + "/" for d in sparse_dirs})
+        self._paths: list[bytes] = sorted(paths)
+        self._sparse_dirs: list[bytes] = sorted({d.rstrip(b"/") + b"/" for d in sparse_dirs})
 
     @classmethod
     def load(cls, root: str) -> GitIndex | None:
@@ -210,24 +259,38 @@ class GitIndex:
             be parsed.
 
         """
+        global _LAST
         git_dir = resolve_git_dir(root)
         if git_dir is None:
             return None
-        read = _read_index(os.path.join(git_dir, "index"), git_dir)
-        if read is None:
+        path = os.path.join(git_dir, "index")
+        try:
+            st = os.stat(path)
+        except OSError:
             return None
-        files: list[str] = []
-        sparse: list[str] = []
-        for raw in read:
-            if not raw:
-                continue
-            if raw.endswith(b"/"):
-                sparse.append(os.fsdecode(raw))
+        # git replaces its index whole (a new file renamed over it), never in place: a
+        # file with the same stat is the same index. Stat first, then read: what is kept
+        # is never older than the stat it is kept under.
+        sig = (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        last = _LAST
+        if last is not None and last[0] == sig:
+            return last[1]
+        read = _read_index(path, git_dir)
+        index = None
+        if read is not None:
+            # Most indexes hold neither empty paths (a split index's replaced entries) nor
+            # sparse folders ("dir/"): one search of their joined paths tells.
+            if b"/\n" in b"\n".join(read) + b"\n":
+                sparse = [raw for raw in read if raw.endswith(b"/")]
+                files = [raw for raw in read if raw and not raw.endswith(b"/")]
             else:
-                files.append(os.fsdecode(raw))
-        return cls(files, sparse)
+                sparse = []
+                files = [raw for raw in read if raw] if b"" in read else read
+            index = cls(files, sparse)
+        _LAST = (sig, index)
+        return index
 
-    def _in_sparse_dir(self, rel_path: str) -> bool:
+    def _in_sparse_dir(self, rel_path: bytes) -> bool:
         # Sparse directories never nest, so only the greatest one not after rel_path can
         # be its ancestor.
         i = bisect_right(self._sparse_dirs, rel_path)
@@ -244,11 +307,12 @@ class GitIndex:
             lies inside a directory a sparse index collapsed into one entry.
 
         """
+        raw = os.fsencode(rel_path)
         paths = self._paths
-        i = bisect_left(paths, rel_path)
-        if i < len(paths) and paths[i] == rel_path:
+        i = bisect_left(paths, raw)
+        if i < len(paths) and paths[i] == raw:
             return True
-        return bool(self._sparse_dirs) and self._in_sparse_dir(rel_path)
+        return bool(self._sparse_dirs) and self._in_sparse_dir(raw)
 
     def has_tracked_under(self, dir_rel: str) -> bool:
         """Tell whether git tracks anything inside the directory ``dir_rel``.
@@ -263,7 +327,7 @@ class GitIndex:
         """
         if not dir_rel:
             return bool(self._paths) or bool(self._sparse_dirs)
-        prefix = dir_rel + "/"
+        prefix = os.fsencode(dir_rel) + b"/"
         paths = self._paths
         i = bisect_left(paths, prefix)
         if i < len(paths) and paths[i].startswith(prefix):
