@@ -131,6 +131,13 @@ def test_a_cache_saved_whole_before_shards_is_used_then_replaced(tmp_path: Path)
     assert LEGACY_KEY not in keys and CACHE_KEY in keys
     again = scan(store, Options())
     assert again.tree == result.tree and again.changed_dirs == 0
+    # The folders' detailed rows were kept too: a file changed in another folder is the
+    # only one read.
+    other = root / "a1" / "b3" / "f0.txt"
+    other.write_text("changed too\n")
+    os.utime(other, ns=(past, past))
+    time.sleep(GRANULARITY_NS / 1e9 + 0.1)
+    assert scan(store, Options()).hashed_files == 1
 
 
 def test_snapshots_taken_at_once_leave_a_cache_the_service_can_vouch_for(

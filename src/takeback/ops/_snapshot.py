@@ -228,6 +228,10 @@ def _scan(
         if new_mark is not None or meta.get_kv(MARK_KEY) is not None:
             meta.set_kv(MARK_KEY, new_mark or b"")
         meta.put_dircache(result.cache_rows)
+        if cache is not None and not cache.token:
+            # The cache before shards, read by this scan: its detailed rows are of the
+            # same format, and stay.
+            meta.set_kvs({LEGACY_KEY: None})
         # A cache of an older format is never read again: drop it with its rows.
         if meta.drop_kv_except(CACHE_KEY, prefix="dirs-"):
             meta.put_dircache({d: None for d in meta.dircache_dirs() if d not in result.cache_rows})
