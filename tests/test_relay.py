@@ -237,14 +237,21 @@ def _ask_raw(store: Path, call: dict[str, Any]) -> list[Any]:
     return got
 
 
+def _claim(store: Path, digit: str) -> tuple[Path, str, str]:
+    """Make a claim file as a caller would; return the claims folder, the claim, and this
+    installation's package folder."""
+    import takeback
+
+    claims = store / "service" / "claims"
+    claim = digit * 24
+    (claims / claim).write_bytes(b"")
+    return claims, claim, os.path.dirname(os.path.abspath(takeback.__file__))
+
+
 def test_a_call_meant_for_another_installation_or_without_its_claim_is_declined(
     tb: CLI, ws: Path, store_dir: Path, service: int
 ) -> None:
-    import takeback
-
-    claims = store_dir / "service" / "claims"
-    claim = "ab" * 12
-    (claims / claim).write_bytes(b"")
+    claims, claim, mine = _claim(store_dir, "a")
     call = {
         "claim": claim,
         "package": "/somewhere/else/takeback",
@@ -258,7 +265,6 @@ def test_a_call_meant_for_another_installation_or_without_its_claim_is_declined(
     assert got == ["declined the service runs another installation of takeback"]
     assert (claims / claim).exists()  # still the caller's: it runs the call itself
     (claims / claim).unlink()
-    mine = os.path.dirname(os.path.abspath(takeback.__file__))
     got = _ask_raw(store_dir, {**call, "package": mine})
     assert got == ["declined the caller withdrew it"]
     assert len(_snapshots(tb)) == count
@@ -416,13 +422,9 @@ def test_a_bad_call_frame_is_declined_and_the_service_goes_on(
     tb: CLI, ws: Path, store_dir: Path, service: int
 ) -> None:
     """Frames cut short, lying about their size, or not a call: nothing runs, nothing hangs."""
-    import takeback
     from takeback import _wire
 
-    claims = store_dir / "service" / "claims"
-    claim = "cd" * 12
-    (claims / claim).write_bytes(b"")
-    mine = os.path.dirname(os.path.abspath(takeback.__file__))
+    claims, claim, mine = _claim(store_dir, "c")
     env = dict(os.environ, TAKEBACK_STORE=str(store_dir))
     good = _wire.call_frame(claim, mine, ["snapshot"], str(ws), env, None)
     count = len(_snapshots(tb))

@@ -19,15 +19,20 @@ from .conftest import CLI
 from .test_scan import age
 
 
-def make(tmp_path: Path) -> tuple[Path, FolderStore]:
-    """200 files in 40 folders, two levels deep."""
-    root = tmp_path / "ws"
-    for a in range(8):
+def fill(root: Path, tops: int = 8, files: int = 5) -> None:
+    """Five folders under each of ``tops`` folders, ``files`` files in each."""
+    for a in range(tops):
         for b in range(5):
             d = root / f"a{a}" / f"b{b}"
             d.mkdir(parents=True)
-            for i in range(5):
+            for i in range(files):
                 (d / f"f{i}.txt").write_text(f"{a} {b} {i}\n")
+
+
+def make(tmp_path: Path) -> tuple[Path, FolderStore]:
+    """200 files in 40 folders, two levels deep."""
+    root = tmp_path / "ws"
+    fill(root)
     store = FolderStore.open(str(tmp_path / "store"), str(root), create=True)
     return root, store
 
@@ -159,12 +164,7 @@ def test_snapshots_taken_at_once_leave_a_cache_the_service_can_vouch_for(
     from ._service import full_tree, running_service
     from .conftest import SRC
 
-    for a in range(6):
-        for b in range(5):
-            d = ws_dir / f"a{a}" / f"b{b}"
-            d.mkdir(parents=True)
-            for i in range(4):
-                (d / f"f{i}.txt").write_text(f"{a} {b} {i}\n")
+    fill(ws_dir, tops=6, files=4)
     tb("snapshot")
     rng = random.Random(7)
     env = dict(os.environ, TAKEBACK_STORE=str(store_dir), PYTHONPATH=SRC, TAKEBACK_RELAY="0")
