@@ -31,7 +31,8 @@ def main(argv: Sequence[str] | None = None, *, relay: bool = True) -> int:
     """
     try:
         code = _main(argv, relay)
-        sys.stdout.flush()  # what is still buffered fails here, not at exit
+        if sys.stdout is not None:  # None: started with no stdout (``>&-``), output dropped
+            sys.stdout.flush()  # what is still buffered fails here, not at exit
     except BrokenPipeError:
         # Python would try to flush stdout again at exit and print an error about it:
         # stdout is pointed at /dev/null so that last flush has nowhere to fail.
@@ -87,11 +88,13 @@ _PARSERS: dict[str | None, Any] = {}
 def _end_process(code: int) -> None:
     """Flush what was printed and end the process now, with ``code``."""
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:
         code = EXIT_BROKEN_PIPE
     try:
-        sys.stderr.flush()
+        if sys.stderr is not None:
+            sys.stderr.flush()
     except OSError:
         pass
     os._exit(code)

@@ -161,8 +161,11 @@ def try_command(argv: Sequence[str]) -> int | None:
     if answer is None:
         return None
     code, out, err = answer
-    sys.stdout.write(out)
-    sys.stderr.write(err)
+    # As print does: a process started without stdout or stderr drops what goes there.
+    if sys.stdout is not None:
+        sys.stdout.write(out)
+    if sys.stderr is not None:
+        sys.stderr.write(err)
     return code
 
 

@@ -32,13 +32,22 @@ def when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
+def flush_out() -> None:
+    """Flush stdout (a process started without one, ``>&-``, drops its output, as print does)."""
+    if sys.stdout is not None:
+        sys.stdout.flush()
+
+
 def write_bytes(data: bytes) -> None:
     """Write bytes to stdout (a patch, a file as it was), all of them or an error.
 
     A write cut short (the reader went away, and SIGPIPE, which Python ignores,
     interrupted it) returns a short count instead of raising: writing the rest then
-    raises BrokenPipeError, which ``cli.main`` turns into a quiet exit.
+    raises BrokenPipeError, which ``cli.main`` turns into a quiet exit. A process started
+    without stdout drops them.
     """
+    if sys.stdout is None:
+        return
     sys.stdout.flush()
     out = sys.stdout.buffer
     view = memoryview(data)

@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ._render import flush_out
+
 if TYPE_CHECKING:
     from ._app import Ctx
 
@@ -46,7 +48,7 @@ def run(ctx: Ctx) -> int:
     step = ws.session(ctx.session).command(label).begin()
     code = 127
     try:
-        sys.stdout.flush()
+        flush_out()
         with forward_signals() as fwd:
             proc = fwd.start(cmd, cwd=ctx.cwd)
             code = exit_status(proc.wait())

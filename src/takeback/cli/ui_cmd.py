@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import TYPE_CHECKING
+
+from ._render import flush_out
 
 if TYPE_CHECKING:
     from ._app import Ctx
@@ -54,7 +55,7 @@ def run(ctx: Ctx) -> int:
     else:
         ctx.out(f"takeback ui: {server.url}")
         ctx.out("Press Ctrl-C to stop.")
-    sys.stdout.flush()
+    flush_out()
     if not ctx.args.no_open:
         import webbrowser
 

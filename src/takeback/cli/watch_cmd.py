@@ -16,6 +16,8 @@ import shlex
 import sys
 from typing import TYPE_CHECKING
 
+from ._render import flush_out
+
 if TYPE_CHECKING:
     from ._app import Ctx
 
@@ -59,7 +61,7 @@ def run(ctx: Ctx) -> int:
     # Not the session that recorded last (another agent's conversation): a run of its own.
     named = getattr(ctx.args, "session", None) or os.environ.get("TAKEBACK_SESSION") or None
     session = named or watch_session(ws, cmd)
-    sys.stdout.flush()
+    flush_out()
     from ..integrations._service import ensure
 
     # Its steps' snapshots then list only what changed (TAKEBACK_SERVICE=0: not started).
