@@ -22,7 +22,7 @@ import pytest
 from takeback import ask_service
 from takeback.integrations import _service
 from takeback.store import default_store_path
-from tests._service import running_service
+from tests._service import alive, running_service
 from tests.conftest import CLI
 
 
@@ -470,3 +470,25 @@ def test_a_snapshot_with_stdout_closed_is_recorded_without_a_traceback(
     assert (proc.returncode, proc.stderr) == (0, b"")
     assert len(_snapshots(tb)) == count + 1
     assert _calls(store_dir) == before + (1 if relay == "1" else 0)
+
+
+def test_databases_the_service_holds_open_still_let_gc_empty_their_logs(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    """The service keeps the store's databases open between calls, idle: gc's checkpoints
+    still copy the write-ahead logs whole and empty them, and nothing is left when the
+    service stops."""
+    for i in range(12):
+        (ws / "a" / f"f{i % 3}.txt").write_text(f"version {i}\n")
+        tb("snapshot")
+    assert (store_dir / "meta.db-wal").exists()  # kept between calls while it runs
+    tb("gc", "--keep-turns", "1")
+    for name in ("meta.db", "objects.db"):
+        assert (store_dir / f"{name}-wal").stat().st_size == 0, name
+    assert "is sound" in tb("fsck").stdout
+    _service.stop(str(store_dir), timeout=5.0)
+    deadline = time.monotonic() + 10
+    while alive(service) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not any(store_dir.glob("*.db-wal")), list(store_dir.glob("*"))
+    assert len(_snapshots(tb)) >= 13

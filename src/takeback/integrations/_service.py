@@ -42,6 +42,7 @@ from typing import Any
 from .. import ServicePaths, answer_here, ask_service
 from .. import _wire as wire
 from .._where import via_short_path
+from ..store import hold_databases
 
 #: Runs one command line handed over by the relay: (argv, cwd, env, stdin) -> (exit
 #: code, stdout, stderr). The command line's (``cli/_served.py``), given by ``service run``.
@@ -556,6 +557,7 @@ def serve(
         runner=runner,
     )
     listener: socket.socket | None = None
+    held: list[Any] = []
     try:
         os.ftruncate(lock, 0)
         os.pwrite(lock, str(os.getpid()).encode(), 0)
@@ -568,6 +570,7 @@ def serve(
             os.makedirs(svc.claims, mode=0o700, exist_ok=True)
             # Calls run in this process ask this service what changed, not its socket.
             answer_here(os.path.realpath(store_path), svc.mark)
+        held = hold_databases(store_path)
         listener = _bind(paths.socket)
         svc.last_query = svc.last_call = time.monotonic()
         ino = svc.watcher.fileno()
@@ -603,4 +606,6 @@ def serve(
             except OSError:
                 pass
         svc.watcher.close()
+        for conn in held:
+            conn.close()
         os.close(lock)

@@ -102,6 +102,32 @@ def _writable(path: str) -> bool:
     return all(os.access(os.path.join(path, name), os.W_OK) for name in ("objects.db", "meta.db"))
 
 
+def hold_databases(path: str) -> list[sqlite3.Connection]:
+    """Open a folder store's databases and keep them open, idle (close them when done).
+
+    For a process that opens and closes the store call after call (the watching service):
+    while a connection stays open, a call's closing one is not the database's last, so
+    SQLite neither checkpoints and removes the write-ahead log at the end of every call
+    nor starts a new one, with one more sync, at the next call's first commit. An idle
+    connection holds no read transaction: checkpoints, gc's included, go on as usual.
+    What cannot be opened is not held.
+    """
+    held: list[sqlite3.Connection] = []
+    for name in ("meta.db", "objects.db"):
+        try:
+            conn = connect(os.path.join(path, name), create=False)
+        except (StoreError, OSError):
+            continue
+        try:
+            # Opening reads nothing: one read joins the write-ahead log's readers.
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        except sqlite3.Error:
+            conn.close()
+            continue
+        held.append(conn)
+    return held
+
+
 def release_reserve(path: str) -> bool:
     """Delete the room a store keeps for gc (before gc opens it); return whether it was there."""
     try:
