@@ -112,6 +112,21 @@ class CLI:
             )
         return proc
 
+    def without_stdout(
+        self, *args: str, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Run the command started with stdout closed (``takeback ARGS >&-``)."""
+        full_env = dict(os.environ, TAKEBACK_STORE=str(self.store), PYTHONPATH=SRC)
+        full_env.update(env or {})
+        return subprocess.run(
+            ["sh", "-c", 'exec "$0" -m takeback "$@" >&-', sys.executable, *args],
+            cwd=self.root,
+            env=full_env,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+
 
 @pytest.fixture
 def tb(ws_dir: Path, store_dir: Path) -> CLI:

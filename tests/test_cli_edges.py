@@ -307,20 +307,8 @@ def test_a_command_started_without_stdout_drops_its_output_quietly(
     tb: CLI, ws_dir: Path, args: list[str]
 ) -> None:
     """``takeback diff >&-``: nothing to print to, so nothing printed; no traceback."""
-    import sys
-
-    from .conftest import SRC
-
     (ws_dir / "a.txt").write_text("a\n")
     tb("snapshot")
     (ws_dir / "a.txt").write_text("b\n")
-    env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC)
-    proc = subprocess.run(
-        ["sh", "-c", 'exec "$0" -m takeback "$@" >&-', sys.executable, *args],
-        cwd=ws_dir,
-        env=env,
-        stderr=subprocess.PIPE,
-        timeout=60,
-        check=False,
-    )
+    proc = tb.without_stdout(*args)
     assert (proc.returncode, proc.stderr) == (0, b"")
