@@ -479,3 +479,25 @@ def test_databases_the_service_holds_open_still_let_gc_empty_their_logs(
         time.sleep(0.02)
     assert not any(store_dir.glob("*.db-wal")), list(store_dir.glob("*"))
     assert len(_snapshots(tb)) >= 13
+
+
+def test_status_the_service_runs_prints_what_a_local_run_prints(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    tb("snapshot")  # the service's first mark
+    (ws / "a" / "f1.txt").write_text("changed\n")
+    (ws / "b" / "f0.txt").unlink()
+    (ws / "sub" / "new.txt").write_text("new\n")
+    before = _calls(store_dir)
+    served = tb("status")
+    served_json = json.loads(tb("status", "--json").stdout)
+    assert _calls(store_dir) == before + 2
+    local = tb("status", env={"TAKEBACK_RELAY": "0"})
+    local_json = json.loads(tb("status", "--json", env={"TAKEBACK_RELAY": "0"}).stdout)
+    assert _calls(store_dir) == before + 2
+    assert served.stdout == local.stdout == "M a/f1.txt\nD b/f0.txt\nA sub/new.txt\n"
+    assert served_json["changes"] == local_json["changes"]
+    assert served_json["scan"]["mode"] == "service"
+    # An option status does not take is refused as a local run refuses it.
+    bad = tb("status", "-m", "x", check=2)
+    assert bad.stderr == tb("status", "-m", "x", check=2, env={"TAKEBACK_RELAY": "0"}).stderr

@@ -190,6 +190,11 @@ def test_a_call_the_service_runs_loads_only_the_relay(tmp_path: Path) -> None:
         assert sorted(modules & RELAY_NEVER) == []
         # Its frames need no json (a hook call reads its JSON payload, so it has it).
         assert "json" not in modules
+        proc, modules = _run(["status", "--root", str(ws)], store, tmp_path, relay=True)
+        assert proc.stdout == b""  # nothing changed since the snapshot
+        assert "takeback.cli._relay" in modules
+        assert sorted(m for m in modules if m.startswith("takeback") and m not in RELAY) == []
+        assert sorted(modules & RELAY_NEVER) == []
 
         done, modules = _hook(
             ws, store, tmp_path, {"hook_event_name": "UserPromptSubmit", "prompt": "go"}, relay=True
@@ -206,7 +211,7 @@ def test_a_call_the_service_runs_loads_only_the_relay(tmp_path: Path) -> None:
                 check=True,
             ).stdout
         )
-        assert status["calls"] == 3
+        assert status["calls"] == 4
 
 
 def test_version_and_the_cli_package_import_almost_nothing(tmp_path: Path) -> None:

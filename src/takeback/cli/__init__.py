@@ -53,8 +53,8 @@ def _main(argv: Sequence[str] | None, relay: bool) -> int:
     # A command's own process (no argv given) that handed its call to the service ends
     # there: nothing is open, so the interpreter's teardown (about 2 ms) is skipped.
     end = _end_process if argv is None else None
-    if relay and "snapshot" in args:
-        # With the workspace's service running, it takes the snapshot (see ``_relay``).
+    if relay and ("snapshot" in args or "status" in args):
+        # With the workspace's service running, it takes these (see ``_relay``).
         from ._relay import try_command
 
         code = try_command(args)

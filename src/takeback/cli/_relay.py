@@ -1,7 +1,7 @@
 """CLI layer: handing a command to the workspace's running service (the relay).
 
-With the watching service running, ``takeback snapshot`` and ``takeback hook
-claude-code`` are run by the service: this module finds its socket from the command
+With the watching service running, ``takeback snapshot``, ``takeback status`` and
+``takeback hook claude-code`` are run by the service: this module finds its socket from the command
 line and the environment alone, sends the call (argv, current folder, environment,
 stdin) and prints what the service's run of the same command printed. The service runs
 it through the same code a run here would (``cli/_served.py``), in a process that has
@@ -37,7 +37,7 @@ RELAY_ENV = "TAKEBACK_RELAY"
 #: How long the client waits for the service to take a call before running it itself.
 WAIT_TAKEN = 0.5
 #: The commands the service runs when asked (with the options below, nothing else).
-_COMMANDS = ("snapshot",)
+_COMMANDS = ("snapshot", "status")
 _VALUED = ("--root", "--store", "--session", "--max-file-bytes", "-m", "--message")
 _FLAGS = ("--json",)
 
