@@ -557,7 +557,7 @@ def serve(
         runner=runner,
     )
     listener: socket.socket | None = None
-    held: list[Any] = []
+    release: Callable[[], None] | None = None
     try:
         os.ftruncate(lock, 0)
         os.pwrite(lock, str(os.getpid()).encode(), 0)
@@ -570,7 +570,7 @@ def serve(
             os.makedirs(svc.claims, mode=0o700, exist_ok=True)
             # Calls run in this process ask this service what changed, not its socket.
             answer_here(os.path.realpath(store_path), svc.mark)
-        held = hold_databases(store_path)
+        release = hold_databases(store_path)
         listener = _bind(paths.socket)
         svc.last_query = svc.last_call = time.monotonic()
         ino = svc.watcher.fileno()
@@ -606,6 +606,6 @@ def serve(
             except OSError:
                 pass
         svc.watcher.close()
-        for conn in held:
-            conn.close()
+        if release is not None:
+            release()
         os.close(lock)

@@ -13,7 +13,8 @@ import sqlite3
 import stat
 import struct
 import threading
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn, Self
 
 from ..errors import StoreCorruptError, StoreError
@@ -31,6 +32,14 @@ _DAMAGED = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 _OPEN: dict[tuple[int, int], int] = {}
 _OPEN_LOCK = threading.Lock()
 
+#: The files whose connections are kept open when closed, for the next opening of the
+#: same file in this process (see :func:`reuse_connections`), by (device, inode); and the
+#: connections kept, idle. Both under ``_OPEN_LOCK``.
+_REUSE: set[tuple[int, int]] = set()
+_IDLE: dict[tuple[int, int], list[_Connection]] = {}
+#: idle connections kept per file at most
+_IDLE_MAX = 2
+
 
 def _file_id(st: os.stat_result) -> tuple[int, int]:
     return (st.st_dev, st.st_ino)
@@ -46,6 +55,8 @@ class _Cursor(sqlite3.Cursor):
 
     def _failed(self, e: sqlite3.DatabaseError) -> NoReturn:
         conn = self.connection
+        if isinstance(conn, _Connection):
+            conn.broken = True  # never kept for reuse (see reuse_connections)
         # Closed first: the traceback keeps this cursor alive, and a statement it held
         # would keep the database open after its connection is closed (the -wal of a
         # failed write left on a full disk instead of being checkpointed away).
@@ -109,6 +120,12 @@ class _Connection(sqlite3.Connection):
     writes_prepared = False
     #: the file this connection holds open (device, inode), counted in ``_OPEN``
     file_id: tuple[int, int] | None = None
+    #: kept open, idle, when closed (its file is one :func:`reuse_connections` names);
+    #: then ``cursors`` holds the cursors made on it, closed before it is kept
+    reusable = False
+    cursors: weakref.WeakSet[sqlite3.Cursor] | None = None
+    #: a query on it failed as a damaged or unreadable file: closed for good
+    broken = False
 
     def hold(self, path: str) -> None:
         """Count this connection as one that holds ``path`` open in this process."""
@@ -121,6 +138,8 @@ class _Connection(sqlite3.Connection):
         self.file_id = file_id
 
     def close(self) -> None:
+        if self.reusable and self._keep_idle():
+            return
         try:
             super().close()
         finally:
@@ -133,14 +152,103 @@ class _Connection(sqlite3.Connection):
                     else:
                         _OPEN.pop(file_id, None)
 
+    def _keep_idle(self) -> bool:
+        """Keep this connection open and idle for reuse; False: it is to be closed.
+
+        A statement that a live cursor left part-way holds a read transaction open (and
+        with it the write-ahead log, which no checkpoint could then empty): every cursor
+        made on it is closed first. A connection inside a transaction, or whose file
+        failed, is closed instead.
+        """
+        try:
+            for cur in list(self.cursors or ()):
+                cur.close()
+            if self.in_transaction:
+                return False
+        except sqlite3.Error:
+            return False
+        with _OPEN_LOCK:
+            if self.broken or self.file_id not in _REUSE:
+                return False
+            idle = _IDLE.setdefault(self.file_id, [])
+            if len(idle) >= _IDLE_MAX or any(c is self for c in idle):
+                return False
+            idle.append(self)
+        return True
+
+    def _cursor(self) -> _Cursor:
+        cur = _Cursor(self)
+        if self.cursors is not None:
+            self.cursors.add(cur)
+        return cur
+
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
-        return _Cursor(self).execute(sql, parameters)
+        return self._cursor().execute(sql, parameters)
 
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> sqlite3.Cursor:
-        return _Cursor(self).executemany(sql, parameters)
+        return self._cursor().executemany(sql, parameters)
 
     def executescript(self, sql_script: str, /) -> sqlite3.Cursor:
-        return _Cursor(self).executescript(sql_script)
+        return self._cursor().executescript(sql_script)
+
+
+def reuse_connections(path: str) -> Callable[[], None]:
+    """Keep the connections of this process to a database open when closed, for reuse.
+
+    For a process that opens and closes a store call after call (the watching service):
+    the next opening of the same file (device and inode: a file made anew at the same
+    path is opened anew) takes an idle connection. It starts with SQLite's page cache
+    of the last call, runs no pragma, and skips the sync of the folder that SQLite pays
+    at a new connection's first commit. While one stays open, a call's close is also
+    not the database's last, so SQLite neither checkpoints and removes the write-ahead
+    log at the end of every call nor starts a new one at the next. An idle connection
+    holds no read transaction: checkpoints, gc's included, go on as usual.
+
+    One connection is opened now and kept idle. Returns what ends it: the idle
+    connections are closed, and later ones are closed as usual. Nothing is kept for a
+    file that cannot be opened.
+    """
+    try:
+        conn = connect(path, create=False)
+    except (StoreError, OSError):
+        return lambda: None
+    if not isinstance(conn, _Connection) or conn.file_id is None:
+        conn.close()
+        return lambda: None
+    file_id = conn.file_id
+    try:
+        # Opening reads nothing: one read joins the write-ahead log's readers.
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.Error:
+        conn.close()
+        return lambda: None
+    with _OPEN_LOCK:
+        _REUSE.add(file_id)
+    conn.reusable = True
+    conn.cursors = weakref.WeakSet()
+    conn.close()  # kept, idle
+
+    def end() -> None:
+        with _OPEN_LOCK:
+            _REUSE.discard(file_id)
+            idle = _IDLE.pop(file_id, [])
+        for c in idle:
+            c.close()
+
+    return end
+
+
+def _take_idle(path: str) -> _Connection | None:
+    """Return an idle connection to ``path``'s file kept for reuse, if any."""
+    if not _REUSE:
+        return None
+    try:
+        file_id = _file_id(os.stat(path))
+    except OSError:
+        return None
+    with _OPEN_LOCK:
+        idle = _IDLE.get(file_id)
+        return idle.pop() if idle else None
 
 
 def check_file(path: str) -> None:
@@ -235,6 +343,10 @@ def connect(
         # main file 0600 first keeps every file of the store private.
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
     elif not create:
+        if not readonly:
+            kept = _take_idle(path)
+            if kept is not None:
+                return kept
         check_file(path)
     try:
         if readonly:
@@ -280,6 +392,9 @@ def connect(
         raise StoreError(f"cannot open the store database {path}: {e}", path=path) from e
     if isinstance(conn, _Connection):
         conn.hold(path)
+        if not readonly and conn.file_id is not None and conn.file_id in _REUSE:
+            conn.reusable = True
+            conn.cursors = weakref.WeakSet()
     return conn
 
 

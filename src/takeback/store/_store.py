@@ -21,7 +21,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,7 +35,7 @@ from ..errors import (
 )
 from ._meta import SCHEMA_VERSION, MetaStore
 from ._objects import ObjectStore
-from ._sqlite import connect, reclaim
+from ._sqlite import connect, reclaim, reuse_connections
 
 FORMAT_VERSION = 1
 _MARKER = "store.json"
@@ -102,30 +102,21 @@ def _writable(path: str) -> bool:
     return all(os.access(os.path.join(path, name), os.W_OK) for name in ("objects.db", "meta.db"))
 
 
-def hold_databases(path: str) -> list[sqlite3.Connection]:
-    """Open a folder store's databases and keep them open, idle (close them when done).
+def hold_databases(path: str) -> Callable[[], None]:
+    """Keep a folder store's databases open between the calls of this process.
 
-    For a process that opens and closes the store call after call (the watching service):
-    while a connection stays open, a call's closing one is not the database's last, so
-    SQLite neither checkpoints and removes the write-ahead log at the end of every call
-    nor starts a new one, with one more sync, at the next call's first commit. An idle
-    connection holds no read transaction: checkpoints, gc's included, go on as usual.
-    What cannot be opened is not held.
+    For a process that opens and closes the store call after call (the watching
+    service): each database's connections are kept open and idle when a call closes
+    them, and the next call's opening takes them (see :func:`reuse_connections`).
+    Returns what lets them go; what cannot be opened is not held.
     """
-    held: list[sqlite3.Connection] = []
-    for name in ("meta.db", "objects.db"):
-        try:
-            conn = connect(os.path.join(path, name), create=False)
-        except (StoreError, OSError):
-            continue
-        try:
-            # Opening reads nothing: one read joins the write-ahead log's readers.
-            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-        except sqlite3.Error:
-            conn.close()
-            continue
-        held.append(conn)
-    return held
+    ends = [reuse_connections(os.path.join(path, name)) for name in ("meta.db", "objects.db")]
+
+    def release() -> None:
+        for end in ends:
+            end()
+
+    return release
 
 
 def release_reserve(path: str) -> bool:

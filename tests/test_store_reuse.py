@@ -1,0 +1,133 @@
+"""Store layer: the connections a long-lived process (the watching service) keeps open
+between the calls it runs, and that the next opening of the same store takes.
+
+Each test checks what another process or the next call would see: that gc's checkpoint
+can still empty the write-ahead log, that a store made anew is read anew, that no lock
+is left behind, and that nothing stays open once the process lets them go.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from takeback import Workspace
+from takeback.store import FolderStore, hold_databases
+
+from .conftest import CLI
+
+
+def _open(ws_dir: Path, store_dir: Path) -> FolderStore:
+    return FolderStore.open(str(store_dir), str(ws_dir), create=False)
+
+
+def _snapshot(ws_dir: Path, store_dir: Path, text: str) -> str:
+    (ws_dir / "f.txt").write_text(text)
+    ws = Workspace(ws_dir, store=store_dir)
+    try:
+        return ws.snapshot().id
+    finally:
+        ws.close()
+
+
+@pytest.fixture
+def held(ws_dir: Path, store_dir: Path) -> Iterator[None]:
+    _snapshot(ws_dir, store_dir, "one\n")
+    release = hold_databases(str(store_dir))
+    try:
+        yield
+    finally:
+        release()
+
+
+def _checkpoint(db: Path) -> int:
+    """Checkpoint ``db`` whole from a connection of its own; return SQLite's busy flag."""
+    conn = sqlite3.connect(db, timeout=0.5)
+    try:
+        busy, _log, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return int(busy)
+    finally:
+        conn.close()
+
+
+def test_the_next_opening_takes_the_connections_the_last_one_closed(
+    ws_dir: Path, store_dir: Path, held: None
+) -> None:
+    store = _open(ws_dir, store_dir)
+    meta, objects = store.meta.conn, store.objects.conn
+    store.close()
+    again = _open(ws_dir, store_dir)
+    try:
+        assert again.meta.conn is meta and again.objects.conn is objects
+        assert len(again.meta.snapshots()) == 1
+    finally:
+        again.close()
+
+
+def test_a_cursor_left_part_way_does_not_keep_the_log_from_a_checkpoint(
+    ws_dir: Path, store_dir: Path, held: None, tb: CLI
+) -> None:
+    """A statement stepped once and never finished holds a read transaction: kept idle
+    so, it would keep every later write in the log, and gc's checkpoint from emptying it."""
+    store = _open(ws_dir, store_dir)
+    left = store.meta.conn.execute("SELECT key FROM kv")  # the scan cache: many rows
+    assert left.fetchone() is not None  # one row read, the statement still open
+    store.close()  # kept idle for the next opening
+    (ws_dir / "f.txt").write_text("two\n")
+    tb("snapshot")  # another process: more pages in the log
+    assert _checkpoint(store_dir / "meta.db") == 0
+    assert (store_dir / "meta.db-wal").stat().st_size == 0
+    assert left is not None  # the cursor lived through all of it
+
+
+def test_a_store_made_anew_at_the_same_path_is_read_anew(
+    ws_dir: Path, store_dir: Path, held: None
+) -> None:
+    store = _open(ws_dir, store_dir)
+    old = store.meta.conn
+    store.close()  # its connections kept, to the files about to be removed
+    shutil.rmtree(store_dir)
+    new_id = _snapshot(ws_dir, store_dir, "another history\n")
+    fresh = _open(ws_dir, store_dir)
+    try:
+        assert fresh.meta.conn is not old
+        assert [s.id for s in fresh.meta.snapshots()] == [new_id]
+    finally:
+        fresh.close()
+
+
+def test_a_connection_closed_inside_a_transaction_is_closed_not_kept(
+    ws_dir: Path, store_dir: Path, held: None
+) -> None:
+    store = _open(ws_dir, store_dir)
+    conn = store.meta.conn
+    conn.execute("BEGIN IMMEDIATE")
+    store.close()
+    other = sqlite3.connect(store_dir / "meta.db", timeout=0.5)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # no write lock was left behind
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+    again = _open(ws_dir, store_dir)
+    try:
+        assert again.meta.conn is not conn
+    finally:
+        again.close()
+
+
+def test_once_let_go_nothing_stays_open(ws_dir: Path, store_dir: Path) -> None:
+    """The last connection to close removes the write-ahead log: once the process lets
+    its kept connections go, none is left."""
+    _snapshot(ws_dir, store_dir, "one\n")
+    release = hold_databases(str(store_dir))
+    store = _open(ws_dir, store_dir)
+    store.close()
+    _snapshot(ws_dir, store_dir, "two\n")
+    assert (store_dir / "meta.db-wal").exists()
+    release()
+    assert not list(store_dir.glob("*.db-wal")), sorted(p.name for p in store_dir.iterdir())
