@@ -115,6 +115,39 @@ def test_a_new_version_is_stored_as_a_small_delta_and_reads_back_exactly(tmp_pat
     store.close()
 
 
+def test_a_chain_over_committed_bases_stays_within_its_depth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each version put by a store opened afresh, with nothing kept in memory: every
+    base is read back from its row, depth and bytes in one query."""
+    import random
+
+    from takeback.store import _objects
+    from takeback.store._objects import MAX_DEPTH
+
+    monkeypatch.setattr(_objects, "_RECENT", {})
+    rng = random.Random(7)
+    text = "".join(f"row {rng.random()}\n" for _ in range(300)).encode()
+    ids: list[str] = []
+    versions: list[bytes] = []
+    for i in range(MAX_DEPTH + 4):
+        _objects._RECENT.clear()
+        store = FolderStore.open(str(tmp_path / "s"), "/r", create=not ids)
+        ids.append(store.objects.put("blob", text, base=ids[-1] if ids else None))
+        versions.append(text)
+        store.close()
+        text = text.replace(b"row", b"ROW", 1) + b"edit %d\n" % i
+    _objects._RECENT.clear()
+    store = FolderStore.open(str(tmp_path / "s"), "/r", create=False)
+    try:
+        for oid, data in zip(ids, versions, strict=True):
+            assert store.objects.get(oid) == data
+        depth = dict(store.objects.conn.execute("SELECT oid, depth FROM objects"))
+        assert [depth[o] for o in ids] == [*range(MAX_DEPTH + 1), 0, 1, 2]
+    finally:
+        store.close()
+
+
 def test_a_damaged_base_fails_the_objects_built_on_it(tmp_path: Path) -> None:
     path = tmp_path / "s"
     store = FolderStore.open(str(path), "/r", create=True)

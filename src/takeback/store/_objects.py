@@ -169,6 +169,12 @@ class PackedObjects:
         """Return an object's stored bytes and base (None: no such row)."""
         raise NotImplementedError
 
+    def _row_full(self, oid: str) -> tuple[bytes, str | None, int] | None:
+        """Return an object's stored bytes, base and depth (None: no such row)."""
+        row = self._row(oid)
+        depth = self._row_depth(oid)
+        return None if row is None or depth is None else (row[0], row[1], depth)
+
     def _insert_rows(self, rows: list[tuple[str, str, int, bytes, str | None, int]]) -> None:
         """Insert rows in one transaction; a row whose id exists is left as it is."""
         raise NotImplementedError
@@ -239,17 +245,16 @@ class PackedObjects:
         used: str | None = None
         depth = 0
         if base is not None and base != oid and may_delta(len(data)):
-            base_depth = self._depth(base)
-            if base_depth is not None and base_depth < MAX_DEPTH:
-                try:
-                    base_data = _RECENT.get(base) or self.get(base)
-                except StoreCorruptError:
-                    base_data = b""
-                if base_data and len(base_data) <= _MAX_DELTA:
-                    d = z.ZstdCompressionDict(base_data, dict_type=z.DICT_TYPE_RAWCONTENT)
-                    delta = z.ZstdCompressor(level=3, dict_data=d).compress(data)
-                    if len(delta) < len(packed):
-                        packed, used, depth = delta, base, base_depth + 1
+            try:
+                found = self._base(base)
+            except StoreCorruptError:
+                found = None
+            if found is not None and len(found[1]) <= _MAX_DELTA:
+                base_depth, base_data = found
+                d = z.ZstdCompressionDict(base_data, dict_type=z.DICT_TYPE_RAWCONTENT)
+                delta = z.ZstdCompressor(level=3, dict_data=d).compress(data)
+                if len(delta) < len(packed):
+                    packed, used, depth = delta, base, base_depth + 1
         self._pending[oid] = _Pending(kind, len(data), packed, used, depth)
         self._pending_bytes += len(packed)
         if kind == "tree":
@@ -263,6 +268,26 @@ class PackedObjects:
     def _uncommitted(self, oid: str) -> _Pending | None:
         pending = self._pending.get(oid)
         return pending if pending is not None else self._inflight.get(oid)
+
+    def _base(self, oid: str) -> tuple[int, bytes] | None:
+        """Return a delta base's depth and bytes (None: missing, empty, or too deep).
+
+        Too deep: as deep as a chain may go. A base that is neither pending nor kept in
+        memory is read with its depth in one query: its row is read once, not once for
+        the depth and again for the bytes.
+        """
+        data = _RECENT.get(oid) or self._raw.get(oid)
+        if data is None and self._uncommitted(oid) is None:
+            row = self._row_full(oid)
+            if row is None or row[2] >= MAX_DEPTH:
+                return None
+            data = self._unpack(oid, row[0], row[1], 0)
+            return (row[2], data) if data else None
+        depth = self._depth(oid)
+        if depth is None or depth >= MAX_DEPTH:
+            return None
+        data = data or self.get(oid)
+        return (depth, data) if data else None
 
     def _depth(self, oid: str) -> int | None:
         pending = self._uncommitted(oid)
@@ -427,6 +452,10 @@ class PackedObjects:
                     f"store object {oid[:12]} is missing", path=self.path, expected=oid
                 )
             packed, base = row
+        return self._unpack(oid, packed, base, _depth)
+
+    def _unpack(self, oid: str, packed: bytes, base: str | None, _depth: int) -> bytes:
+        """Return an object's bytes from its stored form, checked against its id."""
         z = self._z()
         try:
             if base is None:
@@ -542,6 +571,12 @@ class ObjectStore(PackedObjects):
     def _row(self, oid: str) -> tuple[bytes, str | None] | None:
         row = self.conn.execute("SELECT data, base FROM objects WHERE oid=?", (oid,)).fetchone()
         return None if row is None else (row[0], row[1])
+
+    def _row_full(self, oid: str) -> tuple[bytes, str | None, int] | None:
+        row = self.conn.execute(
+            "SELECT data, base, depth FROM objects WHERE oid=?", (oid,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1], int(row[2]))
 
     def _insert_rows(self, rows: list[tuple[str, str, int, bytes, str | None, int]]) -> None:
         with Tx(self.conn) as c:
