@@ -36,6 +36,7 @@ import hashlib
 import marshal
 import os
 import stat
+import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,11 @@ from ._cache import (
 )
 from ._gitindex import GitIndex, common_git_dir, resolve_git_dir
 from ._ignore import IgnoreRules
+
+try:  # the C module that lists a folder for the check pass; built where a compiler is
+    from ._listing import list_folder as _native_list
+except ImportError:  # pragma: no cover - the same scan, listed in Python
+    _native_list = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -194,6 +200,27 @@ def _can_fork() -> bool:
     import threading
 
     return hasattr(os, "fork") and threading.active_count() == 1
+
+
+#: The stat key's input for one entry (after its name, NUL and a kind byte), as the
+#: native module writes it: a folder's mode; a file's or symlink's mode, size, mtime and
+#: ctime (ns) and inode.
+_DIR_SIG = struct.Struct("<I")
+_FILE_SIG = struct.Struct("<IqqqQ")
+
+
+def _without(sigs: bytes, skip: Sequence[str]) -> bytes:
+    """Return a native stat key input without the entries named in ``skip``."""
+    drop = {os.fsencode(name) for name in skip}
+    out: list[bytes] = []
+    at, size = 0, len(sigs)
+    while at < size:
+        nul = sigs.index(b"\0", at)
+        end = nul + 2 + (_DIR_SIG.size if sigs[nul + 1] == 0x64 else _FILE_SIG.size)  # "d"
+        if sigs[at:nul] not in drop:
+            out.append(sigs[at:end])
+        at = end
+    return b"".join(out)
 
 
 def _digest(*parts: bytes) -> bytes:
@@ -540,9 +567,34 @@ class Scanner:
         """List one folder: its rules, what is in scope, and the digests of both.
 
         ``keep`` False leaves the files' stats out of the result (the check pass needs
-        only the digests and the subfolders).
+        only the digests and the subfolders); the folder is then listed by the native
+        module when there is one.
         """
         absdir = os.path.join(self.root, rel) if rel else self.root
+        if not keep and _native_list is not None:
+            try:
+                listed = _native_list(absdir)
+            except OSError:
+                listed = None  # listed below, which says why (or that it is gone)
+            if listed is not None:
+                names, kinds_blob, sigs_blob, subdirs = listed
+                folders = {name for name, _perm in subdirs}
+                scope = self._scope(
+                    rel,
+                    absdir,
+                    names,
+                    lambda: [n + "/" if n in folders else n for n in names],
+                    kinds_blob,
+                    rules,
+                    key,
+                    excluded,
+                    old,
+                )
+                skip = scope[3]
+                if skip:
+                    sigs_blob = _without(sigs_blob, skip)
+                    subdirs = [d for d in subdirs if d[0] not in skip]
+                return _Listing(*scope, _digest(scope[1], sigs_blob), [], subdirs, [])
         # Names from listdir and stats by lstat relative to the folder's handle: no
         # DirEntry objects to make, and a folder swapped for a symlink is not followed.
         try:
@@ -553,13 +605,13 @@ class Scanner:
             if e.errno != errno.ELOOP:
                 raise _Unreadable(_why(e)) from e
             fd = -1  # a symlink now: not a folder any more, as if gone
-        names: list[str] = []
+        names = []
         stats: list[os.stat_result | OSError] = []
         if fd >= 0:
             try:
-                listed = os.listdir(fd)
+                listed_names = os.listdir(fd)
                 lstat = os.lstat
-                for name in listed:
+                for name in listed_names:
                     try:
                         stats.append(lstat(name, dir_fd=fd))
                     except FileNotFoundError:
@@ -577,27 +629,24 @@ class Scanner:
             n + "/" if not isinstance(st, OSError) and st.st_mode & 0o170000 == 0o040000 else n
             for n, st in zip(names, stats, strict=True)
         ]
-        if ".gitignore" in names or ".takebackignore" in names:
-            gi = self._read_small(absdir, ".gitignore") if ".gitignore" in names else None
-            ti = self._read_small(absdir, ".takebackignore") if ".takebackignore" in names else None
-            rules = rules.descend(rel, gi, ti)
-            key = _digest(key, os.fsencode(rel), gi or b"-", ti or b"-")
-        base_key = _digest(key, b"x" if excluded else b"", os.fsencode("\0".join(kinds)))
-        # A folder whose decisions consulted git's index (it has an ignored entry, which
-        # stays in scope if git tracks it) also depends on the index; others do not.
-        if old is not None and old[_USES_INDEX]:
-            listing_key = _digest(base_key, self._index_sig)
-        else:
-            listing_key = base_key
-        if old is not None and old[_LISTING] == listing_key:
-            skip, partial, uses_index = old[_SKIP], old[_PARTIAL], old[_USES_INDEX]
-        else:
-            skip, partial, uses_index = self._decide(rel, names, kinds, rules, excluded)
-            listing_key = _digest(base_key, self._index_sig) if uses_index else base_key
-        sigs: list[tuple[Any, ...]] = []
+        scope = self._scope(
+            rel,
+            absdir,
+            names,
+            lambda: kinds,
+            os.fsencode("\0".join(kinds)),
+            rules,
+            key,
+            excluded,
+            old,
+        )
+        skip = scope[3]
+        # The stat key's input, entry by entry, as the native module builds it.
+        sigs: list[bytes] = []
         kept: list[tuple[str, os.stat_result]] = []
-        subdirs: list[tuple[str, int]] = []
+        subdirs = []
         unreadable: list[tuple[str, str]] = []
+        fsencode = os.fsencode
         for name, st in zip(names, stats, strict=True):
             if skip and name in skip:
                 continue
@@ -607,21 +656,60 @@ class Scanner:
                     # folder as a whole is what cannot be read.
                     raise _Unreadable(_why(st)) from st
                 unreadable.append((name, _why(st)))
-                sigs.append((name, _why(st)))
+                sigs.append(fsencode(name) + b"\0!" + _why(st).encode() + b"\0")
                 continue
             m = st.st_mode
             fmt = m & 0o170000
             if fmt == 0o040000:
                 subdirs.append((name, m & 0o7777))
-                sigs.append((name, m))
+                sigs.append(fsencode(name) + b"\0d" + _DIR_SIG.pack(m))
             elif fmt == 0o100000 or fmt == 0o120000:
                 if keep:
                     kept.append((name, st))
-                sigs.append((name, m, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
-        stat_key = _digest(key, marshal.dumps(sigs))
-        return _Listing(
-            rules, key, listing_key, skip, partial, uses_index, stat_key, kept, subdirs, unreadable
-        )
+                sigs.append(
+                    fsencode(name)
+                    + b"\0f"
+                    + _FILE_SIG.pack(m, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                )
+        stat_key = _digest(scope[1], b"".join(sigs))
+        return _Listing(*scope, stat_key, kept, subdirs, unreadable)
+
+    def _scope(
+        self,
+        rel: str,
+        absdir: str,
+        names: list[str],
+        kinds: Callable[[], list[str]],
+        kinds_blob: bytes,
+        rules: IgnoreRules,
+        key: bytes,
+        excluded: bool,
+        old: _Fast | None,
+    ) -> tuple[IgnoreRules, bytes, bytes, tuple[str, ...], tuple[str, ...], bool]:
+        """Return a listed folder's rules, key, listing key, and what it leaves out.
+
+        ``kinds_blob`` is the names joined by NUL, each folder's followed by ``/``;
+        ``kinds`` gives them as a list, wanted only when the decisions are made afresh.
+        Returns (rules, key, listing key, skip, partial, uses_index).
+        """
+        if ".gitignore" in names or ".takebackignore" in names:
+            gi = self._read_small(absdir, ".gitignore") if ".gitignore" in names else None
+            ti = self._read_small(absdir, ".takebackignore") if ".takebackignore" in names else None
+            rules = rules.descend(rel, gi, ti)
+            key = _digest(key, os.fsencode(rel), gi or b"-", ti or b"-")
+        base_key = _digest(key, b"x" if excluded else b"", kinds_blob)
+        # A folder whose decisions consulted git's index (it has an ignored entry, which
+        # stays in scope if git tracks it) also depends on the index; others do not.
+        if old is not None and old[_USES_INDEX]:
+            listing_key = _digest(base_key, self._index_sig)
+        else:
+            listing_key = base_key
+        if old is not None and old[_LISTING] == listing_key:
+            skip, partial, uses_index = old[_SKIP], old[_PARTIAL], old[_USES_INDEX]
+        else:
+            skip, partial, uses_index = self._decide(rel, names, kinds(), rules, excluded)
+            listing_key = _digest(base_key, self._index_sig) if uses_index else base_key
+        return rules, key, listing_key, skip, partial, uses_index
 
     def _walk(
         self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, revisit: set[str] | None

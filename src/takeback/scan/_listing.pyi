@@ -1,0 +1,3 @@
+"""One folder listed and stat'ed in C (see ``_listing.c``)."""
+
+def list_folder(path: str) -> tuple[list[str], bytes, bytes, list[tuple[str, int]]] | None: ...

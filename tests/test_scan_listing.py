@@ -1,0 +1,174 @@
+"""Scan layer: a folder listed by the native module (the check pass of a full scan) gives
+the keys the Python listing gives, so a scan decides the same whichever lists a folder.
+
+The check pass lists every folder of the tree to compare its keys with the cache; the
+walk that follows lists the folders that differ in Python, and saves its keys for the
+next check. A key that differed between the two would make every full scan rebuild a
+folder (when they differ always) or, worse, keep one that changed (were they equal for
+two different folders); the second cannot be made on purpose, the first is checked here
+on every kind of entry a folder can hold.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from takeback.ops import Options, scan
+from takeback.scan import _walk
+from takeback.scan._ignore import IgnoreRules
+from takeback.scan._walk import Scanner
+from takeback.store import FolderStore
+
+from .conftest import SRC, without_file_powers, write
+from .test_scan import age
+
+
+def _scanner(root: Path) -> Scanner:
+    sc = Scanner(
+        str(root),
+        put=lambda *a, **k: "",
+        cache=None,
+        dircache_get=lambda dirs: {},
+        exclude=[],
+        max_file_bytes=1 << 30,
+    )
+    sc._root_key()  # the index's signature, as a scan sets it
+    return sc
+
+
+def _folders(root: Path) -> Iterator[str]:
+    for dirpath, dirs, _files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        yield os.path.relpath(dirpath, root) if dirpath != str(root) else ""
+
+
+def _listings(root: Path) -> dict[str, tuple[object, ...]]:
+    """Each folder's keys and decisions, listed as the check pass and as the walk list it."""
+    sc = _scanner(root)
+    rules = IgnoreRules.for_root(str(root), exclude_env=True)
+    key = sc._root_key()
+    out: dict[str, tuple[object, ...]] = {}
+    for rel in _folders(root):
+        for keep in (False, True):
+            got = sc._list(rel, rules, key, rel.startswith("excluded"), None, keep=keep)
+            out[f"{rel}:{keep}"] = (
+                got.listing_key,
+                got.stat_key,
+                got.skip,
+                got.partial,
+                got.uses_index,
+                got.subdirs,
+            )
+    return out
+
+
+@pytest.fixture
+def varied(tmp_path: Path) -> Path:
+    """A folder with every kind of entry a scan meets."""
+    root = tmp_path / "ws"
+    write(root, "a.txt", "text\n")
+    write(root, "script.sh", "#!/bin/sh\n", mode=0o755)
+    write(root, "empty", b"")
+    write(root, "sub/deeper/file.py", "x = 1\n")
+    write(root, "sub/spaced name é.md", "unicode\n")
+    (root / "closed").mkdir(mode=0o700)
+    (root / "only-empty").mkdir()
+    os.symlink("a.txt", root / "link")
+    os.symlink("nowhere", root / "dangling")
+    os.symlink("sub", root / "to-folder")
+    os.mkfifo(root / "pipe")
+    (root / os.fsdecode(b"bad-\xff-name.txt")).write_bytes(b"not utf-8 named\n")
+    write(root, ".gitignore", "*.log\nbuild/\n")
+    write(root, "debug.log", "ignored\n")
+    write(root, "build/out.o", "ignored folder\n")
+    write(root, ".git/HEAD", "ref: refs/heads/main\n")
+    write(root, "excluded/kept.txt", "in a folder listed as excluded\n")
+    os.utime(root / "a.txt", ns=(0, -1_500_000_000))  # before 1970: a negative mtime
+    return root
+
+
+def test_the_native_module_is_built_here() -> None:
+    """The package asks for it, and this machine has a compiler: without it every full
+    scan would silently run its check pass in Python, at about twice the cost."""
+    from importlib.util import find_spec
+
+    assert find_spec("takeback.scan._listing") is not None, "not built: pip install -e ."
+
+
+def test_native_and_python_listings_give_the_same_keys(varied: Path) -> None:
+    got = _listings(varied)
+    folders = sorted({k.rpartition(":")[0] for k in got})
+    assert "" in folders and "sub/deeper" in folders
+    for rel in folders:
+        assert got[f"{rel}:False"] == got[f"{rel}:True"], rel
+    skip = got[":False"][2]
+    assert isinstance(skip, tuple)
+    assert set(skip) == {".git", "debug.log", "build"}  # what the root leaves out
+
+
+def test_without_the_native_module_the_keys_are_the_same(
+    varied: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    native = _listings(varied)
+    monkeypatch.setattr(_walk, "_native_list", None)
+    assert _listings(varied) == native
+
+
+def test_a_change_the_native_check_pass_sees(varied: Path, tmp_path: Path) -> None:
+    """Same size, same mtime, another inode: only the stat key can tell, and a full scan
+    (whose check pass is native) must find it."""
+    age(varied)  # nothing racy: the scan trusts every stat it cached
+    store = FolderStore.open(str(tmp_path / "store"), str(varied), create=True)
+    try:
+        first = scan(store, Options())
+        st = os.lstat(varied / "sub" / "deeper" / "file.py")
+        (varied / "sub" / "deeper" / "file.py").unlink()
+        write(varied, "sub/deeper/file.py", "x = 2\n")
+        os.utime(varied / "sub" / "deeper" / "file.py", ns=(st.st_atime_ns, st.st_mtime_ns))
+        second = scan(store, Options())
+        assert second.tree != first.tree
+        assert second.hashed_files == 1
+    finally:
+        store.close()
+
+
+def test_a_folder_the_native_module_cannot_stat_in_is_named_as_before(tmp_path: Path) -> None:
+    """A folder readable but not searchable: its entries are listed, none can be stat'ed.
+    The native module hands it back, and the Python listing names why."""
+    prefix = without_file_powers()  # as root, every entry can be stat'ed
+    root = tmp_path / "ws"
+    write(root, "ok.txt", "fine\n")
+    write(root, "locked/inside.txt", "cannot be stat'ed\n")
+    code = (
+        "import sys; from takeback.scan import _walk; "
+        "from takeback.scan._ignore import IgnoreRules; "
+        "sc = _walk.Scanner(sys.argv[1], put=lambda *a, **k: '', cache=None, "
+        "dircache_get=lambda d: {}, exclude=[], max_file_bytes=1 << 30); sc._root_key(); "
+        "assert _walk._native_list(sys.argv[1] + '/locked') is None; "
+        "rules = IgnoreRules.for_root(sys.argv[1], exclude_env=True)\n"
+        "try:\n"
+        "    sc._list('locked', rules, sc._root_key(), False, None, keep=False)\n"
+        "except _walk._Unreadable as e:\n"
+        "    print(e.reason)\n"
+    )
+    os.chmod(root / "locked", 0o644)  # read, not search
+    os.chmod(root, 0o755)
+    os.chmod(tmp_path, 0o755)
+    try:
+        proc = subprocess.run(
+            [*prefix, sys.executable, "-c", code, str(root)],
+            env=dict(os.environ, PYTHONPATH=SRC),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.chmod(root / "locked", 0o755)
+    assert proc.returncode == 0, proc.stderr
+    assert "permission denied" in proc.stdout.lower()
