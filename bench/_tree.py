@@ -413,7 +413,8 @@ def source_digest() -> str:
 
     src = package_dir()
     h = hashlib.sha256()
-    for p in sorted(src.rglob("*.py")):
+    # The check pass's C module too: its source, and the build a run would load.
+    for p in sorted([*src.rglob("*.py"), *src.rglob("*.c"), *src.rglob("*.so")]):
         h.update(os.fsencode(p.relative_to(src)))
         try:
             h.update(p.read_bytes())
@@ -446,6 +447,16 @@ def freeze_source(base: str | os.PathLike[str]) -> str:
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = str(dest) + (os.pathsep + old if old else "")
     return f"frozen copy {dest}"
+
+
+def native_listing(tb: str) -> str:
+    """Say whether the takeback run as ``tb`` lists folders with its C module."""
+    probe = subprocess.run(
+        [os.path.join(os.path.dirname(tb), "python"), "-c", "import takeback.scan._listing"],
+        capture_output=True,
+        check=False,
+    )
+    return "C module" if probe.returncode == 0 else "Python (no C module built)"
 
 
 SOURCE_CHANGED = (

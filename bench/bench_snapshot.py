@@ -90,6 +90,7 @@ from _tree import (  # noqa: E402
     make_line_pool,
     make_text,
     median,
+    native_listing,
     run_checked,
     source_digest,
     time_git_add,
@@ -651,7 +652,8 @@ def print_table(rows: list[list[str]], meta: dict[str, Any], errors: list[str], 
     print(
         f"{meta['takeback']} ({meta['revision']})  |  {meta['git']}  |  "
         f"Python {meta['python']}  |  {meta['cpus']} CPUs  |  load average "
-        f"{meta['loadavg_1min_start']} at start, {meta['loadavg_1min_end']} at end",
+        f"{meta['loadavg_1min_start']} at start, {meta['loadavg_1min_end']} at end  |  "
+        f"check pass: {meta['listing']}",
         file=out,
     )
     if meta["source_changed"]:
@@ -704,6 +706,7 @@ def main(argv: list[str] | None = None) -> int:
         "git": git(["--version"], base).strip(),
         "revision": setting.revision,
         "python": platform.python_version(),
+        "listing": native_listing(tb),
         "cpus": os.cpu_count(),
         "tree": str(tree.root),
         "store": str(runner.store),
