@@ -312,3 +312,63 @@ def test_a_command_started_without_stdout_drops_its_output_quietly(
     (ws_dir / "a.txt").write_text("b\n")
     proc = tb.without_stdout(*args)
     assert (proc.returncode, proc.stderr) == (0, b"")
+
+
+def _recorded(store: Path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(store / "meta.db")
+    try:
+        return int(conn.execute("SELECT count(*) FROM snapshots").fetchone()[0])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("args", [["snapshot", "--json"], ["status", "--json"]])
+def test_a_command_that_ends_at_once_prints_everything_and_closes_its_store(
+    tb: CLI, ws_dir: Path, args: list[str]
+) -> None:
+    """``snapshot`` and ``status`` end their process as soon as they are done, without
+    the interpreter's teardown: what they printed is all there, and their databases were
+    closed first (the last connection's close removes SQLite's write-ahead logs)."""
+    for i in range(40):
+        (ws_dir / f"f{i:02}.txt").write_text(f"{i}\n")
+    tb("snapshot")
+    (ws_dir / "f00.txt").write_text("changed\n")
+    proc = tb(*args, env={"TAKEBACK_RELAY": "0"})
+    doc = json.loads(proc.stdout)
+    if args[0] == "snapshot":
+        assert doc["files"] == 40
+        assert _recorded(tb.store) == 3  # the baseline, the first, and this one
+    else:
+        assert [c["path"] for c in doc["changes"]] == ["f00.txt"]
+    assert proc.stderr == ""
+    assert not list(tb.store.glob("*.db-wal")), sorted(p.name for p in tb.store.iterdir())
+
+
+def test_a_local_snapshot_into_a_closed_pipe_is_recorded_and_ends_quietly(
+    tb: CLI, ws_dir: Path
+) -> None:
+    """``takeback snapshot --json | true`` without the service: exit 141, no traceback."""
+    import sys
+
+    from .conftest import SRC
+
+    (ws_dir / "a.txt").write_text("a\n")
+    env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC, TAKEBACK_RELAY="0")
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "takeback", "snapshot", "--json"],
+            cwd=ws_dir,
+            env=env,
+            stdout=w,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(w)
+    assert (proc.returncode, proc.stderr) == (141, b"")
+    assert _recorded(tb.store) == 2  # the baseline and this one

@@ -79,14 +79,29 @@ def _main(argv: Sequence[str] | None, relay: bool) -> int:
     parser = _PARSERS.get(only)
     if parser is None:
         parser = _PARSERS[only] = build_parser(only)
-    return run(parser, args)
+    code = run(parser, args)
+    if end is not None and only in _ENDS_AT_ONCE:
+        # Its store is closed and its output written: what the interpreter would still
+        # do is free what the scan left in memory, one object at a time (15 ms of a
+        # 0.2 s full scan at 100,000 files).
+        end(code)
+    return code
+
+
+#: The commands whose own process ends as soon as they are done (see ``_end_process``):
+#: they run no thread, child or open file past their end.
+_ENDS_AT_ONCE = frozenset({"snapshot", "status"})
 
 
 _PARSERS: dict[str | None, Any] = {}
 
 
 def _end_process(code: int) -> None:
-    """Flush what was printed and end the process now, with ``code``."""
+    """Flush what was printed and end the process now, with ``code``.
+
+    For a command's own process only, once nothing is open: the interpreter's teardown
+    (freeing every object, module by module, then the atexit hooks) is skipped.
+    """
     try:
         if sys.stdout is not None:
             sys.stdout.flush()
