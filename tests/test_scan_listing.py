@@ -1,12 +1,12 @@
-"""Scan layer: a folder listed by the native module (the check pass of a full scan) gives
-the keys the Python listing gives, so a scan decides the same whichever lists a folder.
+"""Scan layer: a folder listed by the native module gives the keys and stats the Python
+listing gives, so a scan decides the same whichever lists a folder.
 
 The check pass lists every folder of the tree to compare its keys with the cache; the
-walk that follows lists the folders that differ in Python, and saves its keys for the
-next check. A key that differed between the two would make every full scan rebuild a
-folder (when they differ always) or, worse, keep one that changed (were they equal for
-two different folders); the second cannot be made on purpose, the first is checked here
-on every kind of entry a folder can hold.
+walk that follows lists the folders that differ, with their files' stats, and saves
+their keys for the next check. Keys that differed between the two listings would make
+every full scan rebuild a folder (when they differ always) or, worse, keep one that
+changed (were they equal for two different folders); the second cannot be made on
+purpose, the first is checked here on every kind of entry a folder can hold.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def _listings(root: Path) -> dict[str, tuple[object, ...]]:
                 got.partial,
                 got.uses_index,
                 got.subdirs,
+                [(name, _walk._stat_fields(st)) for name, st in got.kept],
             )
     return out
 
@@ -106,7 +107,21 @@ def test_native_and_python_listings_give_the_same_keys(varied: Path) -> None:
     folders = sorted({k.rpartition(":")[0] for k in got})
     assert "" in folders and "sub/deeper" in folders
     for rel in folders:
-        assert got[f"{rel}:False"] == got[f"{rel}:True"], rel
+        # The walk's listing also gives the files' stats; the check pass's does not.
+        assert got[f"{rel}:False"][:-1] == got[f"{rel}:True"][:-1], rel
+        assert got[f"{rel}:False"][-1] == []
+    kept = got[":True"][-1]
+    assert isinstance(kept, list)
+    assert {name for name, _fields in kept} == {
+        "a.txt",
+        "script.sh",
+        "empty",
+        "link",
+        "dangling",
+        "to-folder",
+        os.fsdecode(b"bad-\xff-name.txt"),
+        ".gitignore",
+    }
     skip = got[":False"][2]
     assert isinstance(skip, tuple)
     assert set(skip) == {".git", "debug.log", "build"}  # what the root leaves out

@@ -9,13 +9,15 @@
  * same keys with or without this module. The listing and the stat calls run without
  * the GIL.
  *
- * list_folder(path) -> (names, kinds, sigs, subdirs) or None
+ * list_folder(path, stats=False) -> (names, kinds, sigs, subdirs, files) or None
  *   names:   the entries (str, as os.listdir names them), in the order of the listing
  *   kinds:   the names as bytes, each folder's followed by "/", joined by NUL
  *   sigs:    for each folder: name NUL "d" mode (u32); for each file or symlink:
  *            name NUL "f" mode (u32) size mtime_ns ctime_ns (i64) inode (u64); other
  *            entries (FIFOs, sockets, devices) are not in it; little-endian throughout
  *   subdirs: [(name, permission bits)] of the folders, in listing order
+ *   files:   with stats, [(name, mode, size, mtime_ns, ctime_ns, inode)] of the files and
+ *            symlinks, in listing order (what the walk compares and reads); else None
  * None when an entry cannot be stat'ed (other than gone since the listing): the caller
  * lists the folder itself, to name why. OSError when the folder cannot be opened or read.
  */
@@ -129,7 +131,7 @@ static char *put_le(char *p, uint64_t v, int bytes) {
     return p;
 }
 
-static PyObject *build(const listing_t *l) {
+static PyObject *build(const listing_t *l, int stats) {
     size_t kinds_len = 0, sigs_len = 0;
     for (size_t i = 0; i < l->count; i++) {
         kinds_len += l->items[i].name_len + 2;
@@ -137,9 +139,10 @@ static PyObject *build(const listing_t *l) {
     }
     PyObject *names = PyList_New((Py_ssize_t)l->count);
     PyObject *subdirs = PyList_New(0);
+    PyObject *files = stats ? PyList_New(0) : Py_NewRef(Py_None);
     PyObject *kinds = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)kinds_len);
     PyObject *sigs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sigs_len);
-    if (!names || !subdirs || !kinds || !sigs) goto fail;
+    if (!names || !subdirs || !files || !kinds || !sigs) goto fail;
     char *k = PyBytes_AS_STRING(kinds), *s = PyBytes_AS_STRING(sigs);
     for (size_t i = 0; i < l->count; i++) {
         const entry_t *t = &l->items[i];
@@ -164,6 +167,15 @@ static PyObject *build(const listing_t *l) {
         *s++ = 0;
         *s++ = t->kind;
         s = put_le(s, t->mode, 4);
+        if (t->kind == 'f' && stats) {
+            PyObject *one = Py_BuildValue("(OkLLLK)", str, (unsigned long)t->mode, (long long)t->size,
+                                          (long long)t->mtime_ns, (long long)t->ctime_ns,
+                                          (unsigned long long)t->ino);
+            if (!one) goto fail;
+            int bad = PyList_Append(files, one);
+            Py_DECREF(one);
+            if (bad) goto fail;
+        }
         if (t->kind == 'f') {
             s = put_le(s, (uint64_t)t->size, 8);
             s = put_le(s, (uint64_t)t->mtime_ns, 8);
@@ -179,19 +191,24 @@ static PyObject *build(const listing_t *l) {
         sigs = NULL;
         goto fail;
     }
-    return Py_BuildValue("(NNNN)", names, kinds, sigs, subdirs);
+    return Py_BuildValue("(NNNNN)", names, kinds, sigs, subdirs, files);
 fail:
     Py_XDECREF(names);
     Py_XDECREF(subdirs);
+    Py_XDECREF(files);
     Py_XDECREF(kinds);
     Py_XDECREF(sigs);
     return NULL;
 }
 
-static PyObject *list_folder(PyObject *self, PyObject *arg) {
+static PyObject *list_folder(PyObject *self, PyObject *args, PyObject *kwargs) {
     (void)self;
+    static char *keywords[] = {"path", "stats", NULL};
     PyObject *path = NULL;
-    if (!PyUnicode_FSConverter(arg, &path)) return NULL;
+    int stats = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|p", keywords, PyUnicode_FSConverter, &path,
+                                     &stats))
+        return NULL;
     listing_t l = {0};
     int unstatable = 0, err;
     Py_BEGIN_ALLOW_THREADS
@@ -204,7 +221,7 @@ static PyObject *list_folder(PyObject *self, PyObject *arg) {
     } else if (unstatable) {
         out = Py_NewRef(Py_None);
     } else {
-        out = build(&l);
+        out = build(&l, stats);
     }
     listing_free(&l);
     Py_DECREF(path);
@@ -212,8 +229,9 @@ static PyObject *list_folder(PyObject *self, PyObject *arg) {
 }
 
 static PyMethodDef methods[] = {
-    {"list_folder", list_folder, METH_O,
-     "list_folder(path) -> (names, kinds, sigs, subdirs) or None: see the module's source."},
+    {"list_folder", (PyCFunction)(void (*)(void))list_folder, METH_VARARGS | METH_KEYWORDS,
+     "list_folder(path, stats=False) -> (names, kinds, sigs, subdirs, files) or None: see "
+     "the module's source."},
     {NULL, NULL, 0, NULL},
 };
 

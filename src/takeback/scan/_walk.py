@@ -123,8 +123,26 @@ def _read_all(fd: int, size: int) -> bytes:
 _UNREADABLE_MARK = "\0unreadable"
 
 
+class _StatFields(Protocol):
+    """What the walk uses of a file's stat: ``os.stat_result`` or :class:`_Stat`."""
+
+    @property
+    def st_mode(self) -> int: ...  # noqa: D102
+    @property
+    def st_size(self) -> int: ...  # noqa: D102
+    @property
+    def st_mtime_ns(self) -> int: ...  # noqa: D102
+    @property
+    def st_ctime_ns(self) -> int: ...  # noqa: D102
+    @property
+    def st_ino(self) -> int: ...  # noqa: D102
+
+
 class _Stat:
-    """The fields of a file's stat a reader process needs (``os.stat_result`` is not sent)."""
+    """The fields of a file's stat the walk needs, without an ``os.stat_result``.
+
+    What a reader process is sent, and what the native listing gives.
+    """
 
     __slots__ = ("st_ctime_ns", "st_ino", "st_mode", "st_mtime_ns", "st_size")
 
@@ -136,7 +154,7 @@ class _Stat:
         self.st_ino = ino
 
 
-def _stat_fields(st: os.stat_result) -> tuple[int, ...]:
+def _stat_fields(st: _StatFields) -> tuple[int, ...]:
     return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
@@ -168,7 +186,7 @@ class _Listing:
     partial: tuple[str, ...]
     uses_index: bool
     stat_key: bytes
-    kept: list[tuple[str, os.stat_result]]
+    kept: list[tuple[str, _StatFields]]
     subdirs: list[tuple[str, int]]
     #: entries whose own stat failed: name, reason
     unreadable: list[tuple[str, str]]
@@ -567,17 +585,17 @@ class Scanner:
         """List one folder: its rules, what is in scope, and the digests of both.
 
         ``keep`` False leaves the files' stats out of the result (the check pass needs
-        only the digests and the subfolders); the folder is then listed by the native
-        module when there is one.
+        only the digests and the subfolders). The native module lists the folder when
+        there is one; the Python listing below otherwise, or when it hands one back.
         """
         absdir = os.path.join(self.root, rel) if rel else self.root
-        if not keep and _native_list is not None:
+        if _native_list is not None:
             try:
-                listed = _native_list(absdir)
+                listed = _native_list(absdir, stats=keep)
             except OSError:
                 listed = None  # listed below, which says why (or that it is gone)
             if listed is not None:
-                names, kinds_blob, sigs_blob, subdirs = listed
+                names, kinds_blob, sigs_blob, subdirs, files = listed
                 folders = {name for name, _perm in subdirs}
                 scope = self._scope(
                     rel,
@@ -594,7 +612,10 @@ class Scanner:
                 if skip:
                     sigs_blob = _without(sigs_blob, skip)
                     subdirs = [d for d in subdirs if d[0] not in skip]
-                return _Listing(*scope, _digest(scope[1], sigs_blob), [], subdirs, [])
+                kept: list[tuple[str, _StatFields]] = [
+                    (f[0], _Stat(*f[1:])) for f in files or () if not skip or f[0] not in skip
+                ]
+                return _Listing(*scope, _digest(scope[1], sigs_blob), kept, subdirs, [])
         # Names from listdir and stats by lstat relative to the folder's handle: no
         # DirEntry objects to make, and a folder swapped for a symlink is not followed.
         try:
@@ -643,7 +664,7 @@ class Scanner:
         skip = scope[3]
         # The stat key's input, entry by entry, as the native module builds it.
         sigs: list[bytes] = []
-        kept: list[tuple[str, os.stat_result]] = []
+        kept = []
         subdirs = []
         unreadable: list[tuple[str, str]] = []
         fsencode = os.fsencode
@@ -909,7 +930,7 @@ class Scanner:
         """Hand the pool the files of a folder that its cache does not vouch for."""
         detail = self._detail(rel, old)
         prefix = rel + "/" if rel else ""
-        todo: list[tuple[str, str, os.stat_result, bool]] = []
+        todo: list[tuple[str, str, _StatFields, bool]] = []
         for name, st in got.kept:
             cached = detail.get(name)
             if cached is not None and cached[0] == (
@@ -927,7 +948,7 @@ class Scanner:
         if todo:
             if self._pool is None and self._procs is None:
                 self._start_pool()
-            chunk: list[tuple[str, str, os.stat_result, bool]] = []
+            chunk: list[tuple[str, str, _StatFields, bool]] = []
             size = 0
             for item in todo:
                 chunk.append(item)
@@ -952,7 +973,7 @@ class Scanner:
 
     def _submit(
         self,
-        chunk: list[tuple[str, str, os.stat_result, bool]],
+        chunk: list[tuple[str, str, _StatFields, bool]],
         futures: dict[str, Future[list[Any]]],
     ) -> None:
         if self._procs is not None:
@@ -969,15 +990,17 @@ class Scanner:
 
     def _load_sent(self, chunk: list[tuple[str, str, tuple[int, ...], bool]]) -> list[Any]:
         """What a reader process does with a chunk: ``_load_many``, in what marshal carries."""
-        items = [(name, rel, _Stat(*st), delta) for name, rel, st, delta in chunk]
+        items: list[tuple[str, str, _StatFields, bool]] = [
+            (name, rel, _Stat(*st), delta) for name, rel, st, delta in chunk
+        ]
         out = []
-        for name, res in self._load_many(items):  # type: ignore[arg-type]
+        for name, res in self._load_many(items):
             out.append(
                 (name, (_UNREADABLE_MARK, res.reason) if isinstance(res, _Unreadable) else res)
             )
         return out
 
-    def _load_many(self, chunk: list[tuple[str, str, os.stat_result, bool]]) -> list[Any]:
+    def _load_many(self, chunk: list[tuple[str, str, _StatFields, bool]]) -> list[Any]:
         """Read, hash and compress some files (on a pool thread); one result each."""
         assert self._pack is not None
         out: list[Any] = []
@@ -1184,7 +1207,7 @@ class Scanner:
     # -- one file --------------------------------------------------------------------
 
     def _read_entry(
-        self, rel: str, st: os.stat_result, base: str | None = None
+        self, rel: str, st: _StatFields, base: str | None = None
     ) -> tuple[Entry, tuple[int, ...]] | None:
         """Hash (and store) a file or symlink; None if it vanished.
 
@@ -1202,7 +1225,7 @@ class Scanner:
         return Entry(kind, mode, oid, size), sig
 
     def _load(
-        self, rel: str, st: os.stat_result
+        self, rel: str, st: _StatFields
     ) -> tuple[str, int, int, tuple[int, ...], bytes | None] | None:
         """Read a file or symlink (safe on any thread); None if it vanished.
 
