@@ -18,6 +18,7 @@ import pytest
 from takeback import Workspace
 from takeback.cli import main
 from takeback.errors import RestoreError, ScanError, StoreError
+from takeback.scan import _walk
 
 
 def test_a_full_disk_under_the_store_fails_cleanly_and_the_store_still_opens(
@@ -153,9 +154,21 @@ def test_an_unreadable_file_is_one_clear_warning(
             raise PermissionError(errno.EACCES, "Permission denied", path)
         return real_open(path, flags, *args)  # type: ignore[arg-type]
 
-    # The root cannot be listed, whether by name (scandir) or through a handle (open).
+    real_native = vars(_walk)["_native_list"]
+
+    def root_native_denied(path: str, stats: bool = False) -> object:
+        # The C listing opens the folder itself: it fails there as the real one would.
+        if os.fspath(path) == str(root):
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        assert real_native is not None
+        return real_native(path, stats=stats)
+
+    # The root cannot be listed, whether by name (scandir), through a handle (open), or by
+    # the C module that lists folders.
     monkeypatch.setattr(os, "scandir", root_denied)
     monkeypatch.setattr(os, "open", root_open_denied)
+    if real_native is not None:
+        monkeypatch.setattr(_walk, "_native_list", root_native_denied)
     with pytest.raises(ScanError, match="cannot read the workspace root"):
         Workspace(root, store=tmp_path / "store").snapshot()
 

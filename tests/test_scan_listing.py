@@ -187,3 +187,25 @@ def test_a_folder_the_native_module_cannot_stat_in_is_named_as_before(tmp_path: 
         os.chmod(root / "locked", 0o755)
     assert proc.returncode == 0, proc.stderr
     assert "permission denied" in proc.stdout.lower()
+
+
+def test_a_time_past_2262_is_kept_by_both_listings(tmp_path: Path) -> None:
+    """A nanosecond time that does not fit in 64 bits (a file system allows it): the native
+    module hands the folder back, and the Python listing writes the fields out whole."""
+    root = tmp_path / "ws"
+    write(root, "future.txt", "from far ahead\n")
+    write(root, "now.txt", "today\n")
+    os.utime(root / "future.txt", ns=(10**19, 10**19))
+    assert os.lstat(root / "future.txt").st_mtime_ns == 10**19
+    assert vars(_walk)["_native_list"](str(root)) is None
+    got = _listings(root)
+    assert got[":False"][:-1] == got[":True"][:-1]
+    store = FolderStore.open(str(tmp_path / "store"), str(root), create=True)
+    try:
+        first = scan(store, Options())
+        assert first.files == 2
+        os.utime(root / "future.txt", ns=(10**19, 10**19 + 1))
+        second = scan(store, Options())
+        assert second.changed_dirs == 1  # the new mtime was seen
+    finally:
+        store.close()

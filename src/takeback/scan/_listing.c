@@ -18,8 +18,8 @@
  *   subdirs: [(name, permission bits)] of the folders, in listing order
  *   files:   with stats, [(name, mode, size, mtime_ns, ctime_ns, inode)] of the files and
  *            symlinks, in listing order (what the walk compares and reads); else None
- * None when an entry cannot be stat'ed (other than gone since the listing): the caller
- * lists the folder itself, to name why. OSError when the folder cannot be opened or read.
+ * None when an entry cannot be stat'ed (other than gone since the listing) or has a time
+ * that does not fit in 64 bits of nanoseconds: the caller lists the folder itself. OSError when the folder cannot be opened or read.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -74,8 +74,18 @@ static int listing_room(listing_t *l, size_t len) {
     return 1;
 }
 
+/* A time in nanoseconds since the epoch, as Python's st_mtime_ns; 0 when it does not fit
+ * in 64 bits (a year past 2262): the caller lists such a folder in Python. */
+static int to_ns(struct timespec t, int64_t *out) {
+    int64_t ns;
+    if (__builtin_mul_overflow((int64_t)t.tv_sec, (int64_t)1000000000, &ns)) return 0;
+    if (__builtin_add_overflow(ns, (int64_t)t.tv_nsec, &ns)) return 0;
+    *out = ns;
+    return 1;
+}
+
 /* List and stat, without the GIL. Returns 0, or an errno; *unstatable set when an entry
- * could not be stat'ed for another reason than being gone. */
+ * could not be stat'ed for another reason than being gone, or has a time out of range. */
 static int list_stat(const char *path, listing_t *l, int *unstatable) {
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return errno;
@@ -115,9 +125,11 @@ static int list_stat(const char *path, listing_t *l, int *unstatable) {
         t->kind = fmt == S_IFDIR ? 'd' : (fmt == S_IFREG || fmt == S_IFLNK) ? 'f' : 'o';
         t->mode = (uint32_t)st.st_mode;
         t->size = (int64_t)st.st_size;
-        t->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-        t->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
         t->ino = (uint64_t)st.st_ino;
+        if (!to_ns(st.st_mtim, &t->mtime_ns) || !to_ns(st.st_ctim, &t->ctime_ns)) {
+            *unstatable = 1;
+            break;
+        }
     }
     closedir(dir);
     return err;
@@ -204,11 +216,10 @@ fail:
 static PyObject *list_folder(PyObject *self, PyObject *args, PyObject *kwargs) {
     (void)self;
     static char *keywords[] = {"path", "stats", NULL};
-    PyObject *path = NULL;
+    PyObject *given = NULL, *path = NULL;
     int stats = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|p", keywords, PyUnicode_FSConverter, &path,
-                                     &stats))
-        return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p", keywords, &given, &stats)) return NULL;
+    if (!PyUnicode_FSConverter(given, &path)) return NULL;
     listing_t l = {0};
     int unstatable = 0, err;
     Py_BEGIN_ALLOW_THREADS
@@ -217,7 +228,7 @@ static PyObject *list_folder(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *out = NULL;
     if (err) {
         errno = err;
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, given);
     } else if (unstatable) {
         out = Py_NewRef(Py_None);
     } else {

@@ -687,11 +687,13 @@ class Scanner:
             elif fmt == 0o100000 or fmt == 0o120000:
                 if keep:
                     kept.append((name, st))
-                sigs.append(
-                    fsencode(name)
-                    + b"\0f"
-                    + _FILE_SIG.pack(m, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-                )
+                fields = (m, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                try:
+                    sigs.append(fsencode(name) + b"\0f" + _FILE_SIG.pack(*fields))
+                except struct.error:
+                    # A time past 2262 (or before 1678) does not fit in 64 bits: the same
+                    # fields, written out whole (the native module hands such a folder here).
+                    sigs.append(fsencode(name) + b"\0F" + b"%d %d %d %d %d\0" % fields)
         stat_key = _digest(scope[1], b"".join(sigs))
         return _Listing(*scope, stat_key, kept, subdirs, unreadable)
 
