@@ -112,6 +112,27 @@ class CLI:
             )
         return proc
 
+    def into_closed_pipe(
+        self, *args: str, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Run the command writing into a pipe nobody reads (``takeback ARGS | true``)."""
+        full_env = dict(os.environ, TAKEBACK_STORE=str(self.store), PYTHONPATH=SRC)
+        full_env.update(env or {})
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            return subprocess.run(
+                [sys.executable, "-m", "takeback", *args],
+                cwd=self.root,
+                env=full_env,
+                stdout=w,
+                stderr=subprocess.PIPE,
+                timeout=120,
+                check=False,
+            )
+        finally:
+            os.close(w)
+
     def without_stdout(
         self, *args: str, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[bytes]:

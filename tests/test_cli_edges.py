@@ -350,25 +350,7 @@ def test_a_local_snapshot_into_a_closed_pipe_is_recorded_and_ends_quietly(
     tb: CLI, ws_dir: Path
 ) -> None:
     """``takeback snapshot --json | true`` without the service: exit 141, no traceback."""
-    import sys
-
-    from .conftest import SRC
-
     (ws_dir / "a.txt").write_text("a\n")
-    env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC, TAKEBACK_RELAY="0")
-    r, w = os.pipe()
-    os.close(r)
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "takeback", "snapshot", "--json"],
-            cwd=ws_dir,
-            env=env,
-            stdout=w,
-            stderr=subprocess.PIPE,
-            timeout=60,
-            check=False,
-        )
-    finally:
-        os.close(w)
+    proc = tb.into_closed_pipe("snapshot", "--json", env={"TAKEBACK_RELAY": "0"})
     assert (proc.returncode, proc.stderr) == (141, b"")
     assert _recorded(tb.store) == 2  # the baseline and this one

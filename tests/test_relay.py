@@ -375,27 +375,8 @@ def test_a_snapshot_the_service_ran_into_a_closed_pipe_ends_quietly(
     tb: CLI, ws: Path, store_dir: Path, service: int
 ) -> None:
     """``takeback snapshot --json | true``: recorded, exit 141, nothing on stderr."""
-    import subprocess
-    import sys
-
-    from tests.conftest import SRC
-
     before, count = _calls(store_dir), len(_snapshots(tb))
-    env = dict(os.environ, TAKEBACK_STORE=str(store_dir), PYTHONPATH=SRC)
-    r, w = os.pipe()
-    os.close(r)
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "takeback", "snapshot", "--json"],
-            cwd=ws,
-            env=env,
-            stdout=w,
-            stderr=subprocess.PIPE,
-            timeout=60,
-            check=False,
-        )
-    finally:
-        os.close(w)
+    proc = tb.into_closed_pipe("snapshot", "--json")
     assert (proc.returncode, proc.stderr) == (141, b"")
     assert _calls(store_dir) == before + 1
     assert len(_snapshots(tb)) == count + 1
