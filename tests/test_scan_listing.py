@@ -209,3 +209,47 @@ def test_a_time_past_2262_is_kept_by_both_listings(tmp_path: Path) -> None:
         assert second.changed_dirs == 1  # the new mtime was seen
     finally:
         store.close()
+
+
+def test_a_process_with_threads_shares_the_check_pass_over_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server process has threads of its own and must not fork: its full scans check
+    the tree on threads instead (the native listing runs without the GIL), and find
+    what a scan without threads finds."""
+    import threading
+
+    root = tmp_path / "ws"
+    for d in range(6):
+        for i in range(5):
+            write(root, f"top{d}/sub/f{i}.txt", f"{d} {i}\n")
+    age(root)
+    store = FolderStore.open(str(tmp_path / "store"), str(root), create=True)
+    seen: set[str] = set()
+    real_check = _walk.Scanner._check
+
+    def check(self: Scanner, *args: object) -> None:
+        seen.add(threading.current_thread().name)
+        real_check(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_walk.Scanner, "_check", check)
+    busy = threading.Event()
+    other = threading.Thread(target=busy.wait, daemon=True)
+    other.start()
+    try:
+        first = scan(store, Options())
+        write(root, "top1/sub/f2.txt", "changed\n")
+        write(root, "top4/sub/new.txt", "new\n")
+        second = scan(store, Options())
+    finally:
+        busy.set()
+        other.join()
+        store.close()
+    assert any(name.startswith("takeback-check-") for name in seen), seen
+    assert second.tree != first.tree
+    assert second.hashed_files == 2
+    fresh = FolderStore.open(str(tmp_path / "fresh"), str(root), create=True)
+    try:
+        assert scan(fresh, Options()).tree == second.tree  # what a first scan finds
+    finally:
+        fresh.close()

@@ -492,7 +492,10 @@ class Scanner:
             dirty.append("")
         jobs = [(name, top.rules, top.key, name in top.partial) for name, _m in top.subdirs]
         forks = min(self._forks, len(jobs) - 1)
-        if forks < 1 or not _can_fork():
+        # A process with threads of its own (a server's) must not fork; the native module
+        # lists without the GIL, so threads share the pass there instead.
+        threads = forks >= 1 and not _can_fork() and _native_list is not None
+        if forks < 1 or not (threads or _can_fork()):
             for job in jobs:
                 self._check(*job, dirty)
             return dirty
@@ -507,12 +510,15 @@ class Scanner:
             side = load.index(min(load))
             parts[side].append(job)
             load[side] += weight.get(job[0], 1)
-        workers = [self._fork_check(part) for part in parts[1:]]
-        try:
-            for job in parts[0]:
-                self._check(*job, dirty)
-        finally:
-            found = [self._join_check(pid, rfd) for pid, rfd in workers]
+        if threads:
+            found = self._thread_check(parts, dirty)
+        else:
+            workers = [self._fork_check(part) for part in parts[1:]]
+            try:
+                for job in parts[0]:
+                    self._check(*job, dirty)
+            finally:
+                found = [self._join_check(pid, rfd) for pid, rfd in workers]
         for part, theirs in zip(parts[1:], found, strict=True):
             if theirs is None:
                 # The worker failed (a folder vanished under it, say): check its part here.
@@ -521,6 +527,40 @@ class Scanner:
                     self._check(*job, theirs)
             dirty.extend(theirs)
         return dirty
+
+    def _thread_check(
+        self, parts: list[list[tuple[str, IgnoreRules, bytes, bool]]], dirty: list[str]
+    ) -> list[list[str] | None]:
+        """Check ``parts[0]`` here and each other part on a thread; return what each found.
+
+        None for a part whose thread failed (the caller checks it again here).
+        """
+        import threading
+
+        found: list[list[str] | None] = [None] * (len(parts) - 1)
+
+        def check(i: int) -> None:
+            mine: list[str] = []
+            try:
+                for job in parts[i + 1]:
+                    self._check(*job, mine)
+            except BaseException:  # noqa: BLE001 - reported as None: checked again here
+                return
+            found[i] = mine
+
+        workers = [
+            threading.Thread(target=check, args=(i,), name=f"takeback-check-{i}")
+            for i in range(len(parts) - 1)
+        ]
+        for t in workers:
+            t.start()
+        try:
+            for job in parts[0]:
+                self._check(*job, dirty)
+        finally:
+            for t in workers:
+                t.join()
+        return found
 
     def _fork_check(self, jobs: list[tuple[str, IgnoreRules, bytes, bool]]) -> tuple[int, int]:
         """Check some top-level folders in a forked worker; return its pid and pipe."""
