@@ -14,10 +14,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from takeback.ops import Options, scan
 from takeback.scan import _walk
@@ -253,3 +256,55 @@ def test_a_process_with_threads_shares_the_check_pass_over_threads(
         assert scan(fresh, Options()).tree == second.tree  # what a first scan finds
     finally:
         fresh.close()
+
+
+_NAME = st.one_of(
+    st.text(alphabet="abcXYZ019._- é", min_size=1, max_size=12),
+    st.binary(min_size=1, max_size=8).map(lambda b: os.fsdecode(b.replace(b"/", b"_"))),
+).filter(lambda n: n not in (".", "..") and "\0" not in n and "/" not in n)
+_ENTRY = st.tuples(
+    _NAME,
+    st.sampled_from(["file", "exec", "folder", "link", "fifo", "ignored.log"]),
+    st.integers(min_value=-(2**62), max_value=10**19),  # ns: before 1970, past 2262
+    st.binary(max_size=40),
+)
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(entries=st.lists(_ENTRY, max_size=25))
+def test_any_folder_gets_the_same_keys_from_both_listings(
+    tmp_path: Path, entries: list[tuple[str, str, int, bytes]]
+) -> None:
+    """Random folders of random entries (names that are not UTF-8, times before 1970 and
+    far ahead, folders, symlinks, FIFOs, ignored files): the native and the Python
+    listing agree on every key, decision and stat."""
+    root = Path(tempfile.mkdtemp(dir=tmp_path))  # a new folder for every example
+    write(root, ".gitignore", "*.log\n")
+    for name, kind, mtime, data in entries:
+        path = root / (name + ".log" if kind == "ignored.log" else name)
+        if os.path.lexists(path):
+            continue
+        if kind == "folder":
+            path.mkdir()
+            (path / "inner.txt").write_bytes(data)
+        elif kind == "link":
+            os.symlink(os.fsdecode(data.replace(b"\0", b"_")) or "target", path)
+        elif kind == "fifo":
+            os.mkfifo(path)
+        else:
+            path.write_bytes(data)
+            if kind == "exec":
+                path.chmod(0o755)
+        if kind != "link":
+            os.utime(path, ns=(mtime, mtime))
+    native = _listings(root)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_walk, "_native_list", None)
+        python = _listings(root)
+    assert native == python
+    for rel in {k.rpartition(":")[0] for k in native}:
+        assert native[f"{rel}:False"][:-1] == native[f"{rel}:True"][:-1], rel
