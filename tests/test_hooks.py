@@ -759,3 +759,25 @@ def test_install_adds_the_failure_handler_only_where_claude_code_knows_it(
         "nothing changed" in tb("hooks", "install", "claude-code", "--command", cmd, env=old).stdout
     )
     assert path.read_text() == text
+
+
+def test_a_hook_call_run_here_ends_with_its_step_recorded_and_its_store_closed(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
+    """Without the service, a hook call ends its process as soon as it has recorded the
+    step (no interpreter teardown): what it recorded is all there, and its databases were
+    closed first (the last connection's close removes SQLite's write-ahead logs)."""
+    (ws_dir / "a.txt").write_text("a\n")
+    _hook(tb, ws_dir, hook_event_name="UserPromptSubmit", prompt="go")
+    bash: dict[str, Any] = {
+        "tool_name": "Bash",
+        "tool_use_id": "t1",
+        "tool_input": {"command": "make"},
+    }
+    _hook(tb, ws_dir, hook_event_name="PreToolUse", **bash)
+    (ws_dir / "a.txt").write_text("made\n")
+    _hook(tb, ws_dir, hook_event_name="PostToolUse", **bash)
+    assert not list(store_dir.glob("*.db-wal")), sorted(p.name for p in store_dir.iterdir())
+    _hook(tb, ws_dir, hook_event_name="Stop")
+    changes = json.loads(tb("changes", "--session", "s", "--json").stdout)["changes"]
+    assert [(c["path"], c["status"]) for c in changes] == [("a.txt", "modified")]

@@ -50,8 +50,9 @@ def _main(argv: Sequence[str] | None, relay: bool) -> int:
 
         print(f"takeback {__version__}")
         return 0
-    # A command's own process (no argv given) that handed its call to the service ends
-    # there: nothing is open, so the interpreter's teardown (about 2 ms) is skipped.
+    # A command's own process (no argv given) ends as soon as its call is done, here or
+    # by the service: nothing is open then, and the interpreter's teardown (2 ms, and
+    # 14 ms after a full scan at 100,000 files) is skipped.
     end = _end_process if argv is None else None
     if relay and ("snapshot" in args or "status" in args):
         # With the workspace's service running, it takes these (see ``_relay``).
@@ -67,7 +68,7 @@ def _main(argv: Sequence[str] | None, relay: bool) -> int:
         # bad option is logged instead of ending in exit 2 (which blocks the agent).
         from .hook_cmd import entry
 
-        code = entry(args, end_when_relayed=end if relay else None)
+        code = entry(args, end=end if relay else None)
         if code is not None:
             return code
     # Imported here: `--version` and hook calls never pay for the parser and its commands.

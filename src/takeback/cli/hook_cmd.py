@@ -107,14 +107,13 @@ def _read_stdin() -> bytes:
     return stdin.buffer.read()
 
 
-def entry(
-    argv: Sequence[str], *, end_when_relayed: Callable[[int], None] | None = None
-) -> int | None:
+def entry(argv: Sequence[str], *, end: Callable[[int], None] | None = None) -> int | None:
     """Run a hook call and return 0; return None when ``argv`` is not a hook call.
 
     Nothing is printed on stdout, and every exception (argument errors included) is
-    logged and swallowed. ``end_when_relayed`` is called (with 0) when the service
-    recorded the call: the process that calls ``entry`` has nothing left to do then.
+    logged and swallowed. ``end`` is called (with 0) once the call is recorded, by the
+    service or here (its workspace closed): the process that calls ``entry`` has
+    nothing left to do then.
     """
     if not is_hook_call(argv):
         return None
@@ -140,8 +139,8 @@ def entry(
         if deadline is not None:
             deadline.stop()
         sys.stdout = saved
-    if relayed and end_when_relayed is not None:
-        end_when_relayed(0)
+    if end is not None:
+        end(0)
     return 0
 
 
