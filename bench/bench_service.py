@@ -49,6 +49,7 @@ from _tree import (  # noqa: E402
     SOURCE_CHANGED,
     BenchTree,
     bench_run,
+    console_script,
     fmt_s,
     git_env,
     log,
@@ -57,6 +58,7 @@ from _tree import (  # noqa: E402
     median,
     run_checked,
     source_digest,
+    takeback_exe,
     time_git_add,
     warm_cache,
 )
@@ -378,10 +380,13 @@ def main(argv: list[str] | None = None) -> int:
         "loadavg_1min_end": round(os.getloadavg()[0], 2),
         "cpus": os.cpu_count(),
         "repeat": args.repeat,
+        "console_script": console_script(takeback_exe(args.takeback)),
     }
     print_report(results, sys.stderr if args.json else sys.stdout)
     print(
-        f"load average {meta['loadavg_1min_start']} -> {meta['loadavg_1min_end']}", file=sys.stderr
+        f"load average {meta['loadavg_1min_start']} -> {meta['loadavg_1min_end']}; "
+        f"console script: {meta['console_script']}",
+        file=sys.stderr,
     )
     if args.json:
         print(json.dumps({"meta": meta, "results": results}, indent=2, sort_keys=True))

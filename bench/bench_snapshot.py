@@ -80,6 +80,7 @@ from _tree import (  # noqa: E402
     BenchTree,
     bench_run,
     checkpoint,
+    console_script,
     du_bytes,
     files_size,
     fmt_bytes,
@@ -653,7 +654,7 @@ def print_table(rows: list[list[str]], meta: dict[str, Any], errors: list[str], 
         f"{meta['takeback']} ({meta['revision']})  |  {meta['git']}  |  "
         f"Python {meta['python']}  |  {meta['cpus']} CPUs  |  load average "
         f"{meta['loadavg_1min_start']} at start, {meta['loadavg_1min_end']} at end  |  "
-        f"check pass: {meta['listing']}",
+        f"check pass: {meta['listing']}  |  console script: {meta['script']}",
         file=out,
     )
     if meta["source_changed"]:
@@ -707,6 +708,7 @@ def main(argv: list[str] | None = None) -> int:
         "revision": setting.revision,
         "python": platform.python_version(),
         "listing": native_listing(tb),
+        "script": console_script(tb),
         "cpus": os.cpu_count(),
         "tree": str(tree.root),
         "store": str(runner.store),
