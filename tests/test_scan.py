@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from takeback.ops import Options, scan
 from takeback.ops._snapshot import stored_cache
@@ -232,3 +235,51 @@ def test_a_file_is_read_to_its_end_whatever_its_stat_said(tmp_path: Path) -> Non
         assert _read_all(fd, 100) == b""
     finally:
         os.close(fd)
+
+
+def test_a_changed_folders_last_tree_is_made_from_the_cache_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The delta base of a rebuilt folder's tree is its last tree, made from the scan
+    cache (not read back from the store): for every kind of entry the cache describes,
+    the bytes made are the stored tree's; a folder with an unreadable entry makes none."""
+    import hashlib
+
+    from takeback.scan import _walk
+    from takeback.scan._cache import _TREE, _UNREAD
+    from takeback.store import _objects
+
+    root, store = make(tmp_path, n=80)  # trees large enough to be stored as deltas
+    d0 = root / "d0"
+    (d0 / "sub").mkdir()
+    (d0 / "sub" / "x").write_text("x\n")
+    (d0 / "run.sh").write_text("#!/bin/sh\n")
+    (d0 / "run.sh").chmod(0o755)
+    (d0 / "empty").write_bytes(b"")
+    (d0 / "big").write_bytes(b"b" * 4096)  # over the limit below: named, not read
+    os.symlink("f1.txt", d0 / "link")
+    opts = Options(max_file_bytes=1024)
+    made: list[tuple[str, bytes | None]] = []
+    real = _walk._last_tree
+
+    def spy(detail: dict[str, Any], old: Any, subdirs: list[tuple[str, int]]) -> bytes | None:
+        body = real(detail, old, subdirs)
+        made.append((str(old[_TREE]), body))
+        if body is not None:
+            unread = (*old[:_UNREAD], (("d0/gone", "denied"),), *old[_UNREAD + 1 :])
+            assert real(detail, unread, subdirs) is None
+        return body
+
+    monkeypatch.setattr(_walk, "_last_tree", spy)
+    monkeypatch.setattr(_objects, "_RECENT", {})
+    age(root)
+    scan(store, opts)
+    (d0 / "f1.txt").write_text("changed\n")
+    (root / "d1" / "f2.txt").write_text("changed too\n")
+    _objects._RECENT.clear()
+    store.objects._raw.clear()
+    scan(store, opts)
+    # d0 and d1 (the root's tree is too small to be stored as a delta), made exactly.
+    assert len(made) == 2
+    for tree_id, body in made:
+        assert body is not None and hashlib.sha256(body).hexdigest() == tree_id

@@ -148,6 +148,48 @@ def test_a_chain_over_committed_bases_stays_within_its_depth(
         store.close()
 
 
+@pytest.mark.parametrize("made", ["right", "wrong", "none"])
+def test_a_base_made_by_the_caller_is_used_only_if_it_hashes_to_its_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, made: str
+) -> None:
+    """A scan makes a folder's last tree from its cache: with the right bytes, the base's
+    row is not read back; with bytes that are not the base's (or none), it is. Either
+    way the new version is a delta of the base and reads back exactly."""
+    from takeback.store import _objects
+
+    monkeypatch.setattr(_objects, "_RECENT", {})
+    base_text = b"".join(b"entry %d\n" % i for i in range(400))
+    new_text = base_text.replace(b"entry 7\n", b"entry seven\n")
+    path = str(tmp_path / "s")
+    store = FolderStore.open(path, "/r", create=True)
+    base = store.objects.put("tree", base_text)
+    store.close()
+    _objects._RECENT.clear()
+    store = FolderStore.open(path, "/r", create=False)
+    reads: list[str] = []
+    row_full = store.objects._row_full
+
+    def spy(oid: str) -> tuple[bytes, str | None, int] | None:
+        reads.append(oid)
+        return row_full(oid)
+
+    monkeypatch.setattr(store.objects, "_row_full", spy)
+    offer = {"right": base_text, "wrong": base_text + b"x", "none": None}[made]
+    oid = store.objects.put("tree", new_text, None, base, base_bytes=lambda: offer)
+    store.close()
+    assert reads == ([] if made == "right" else [base])
+    _objects._RECENT.clear()
+    store = FolderStore.open(path, "/r", create=False)
+    try:
+        assert store.objects.get(oid) == new_text
+        row = store.objects.conn.execute(
+            "SELECT base, depth, length(data) FROM objects WHERE oid=?", (oid,)
+        ).fetchone()
+        assert row[:2] == (base, 1) and row[2] < 100  # a small delta of the base
+    finally:
+        store.close()
+
+
 def test_a_damaged_base_fails_the_objects_built_on_it(tmp_path: Path) -> None:
     path = tmp_path / "s"
     store = FolderStore.open(str(path), "/r", create=True)

@@ -96,10 +96,43 @@ class PutObject(Protocol):
     """Stores one object and returns its id (``ObjectStore.put``)."""
 
     def __call__(
-        self, kind: str, data: bytes, oid: str | None = ..., base: str | None = ..., /
+        self,
+        kind: str,
+        data: bytes,
+        oid: str | None = ...,
+        base: str | None = ...,
+        /,
+        *,
+        base_bytes: Callable[[], bytes | None] | None = ...,
     ) -> str:
-        """Store ``data`` (as a delta against ``base`` when that is smaller)."""
+        """Store ``data`` (as a delta against ``base`` when that is smaller).
+
+        ``base_bytes`` makes ``base``'s bytes, if the store has them at hand no faster.
+        """
         ...
+
+
+def _last_tree(detail: dict[str, Any], old: _Fast, subdirs: list[tuple[str, int]]) -> bytes | None:
+    """Return a folder's last tree as its cache rows describe it (None: they cannot).
+
+    Its files' entries are in its detailed row and its subfolders' ids in its record;
+    their modes are taken from the listing, and an entry that could not be read is not
+    described at all. The store uses the bytes only if they hash to the last tree's id,
+    so a cache that differs in any way costs a read back, never a wrong base.
+    """
+    if old[_UNREAD]:
+        return None
+    tree: Tree = {
+        name: Entry(kind, mode, raw.hex(), size)
+        for name, (_sig, (kind, mode, raw, size)) in detail.items()
+    }
+    modes = dict(subdirs)
+    for name, cid in zip(old[_NAMES], old[_IDS], strict=True):
+        mode = modes.get(name)
+        if mode is None or not cid:
+            return None
+        tree[name] = Entry(DIR, mode, cid, 0)
+    return encode_tree(tree)
 
 
 def _read_all(fd: int, size: int) -> bytes:
@@ -929,8 +962,17 @@ class Scanner:
             # so no query of whether it is stored (the insert keeps a stored one).
             tree_id = hashlib.sha256(body).hexdigest()
             self._put_packed([("tree", tree_id, len(body), self._pack(body))])
+        elif old is None:
+            tree_id = self._put("tree", body)
         else:
-            tree_id = self._put("tree", body, None, old[_TREE] if old else None)
+            last = old
+            tree_id = self._put(
+                "tree",
+                body,
+                None,
+                old[_TREE],
+                base_bytes=lambda: _last_tree(detail, last, got.subdirs),
+            )
         self._new[rel] = (
             got.listing_key,
             got.skip,

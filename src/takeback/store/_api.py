@@ -13,7 +13,7 @@ new method on each of the three classes that meet it, never a query outside them
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,8 +37,20 @@ class Objects(Protocol):
         """Return whether the object exists (committed or pending)."""
         ...
 
-    def put(self, kind: str, data: bytes, oid: str | None = None, base: str | None = None) -> str:
-        """Add an object (if new), maybe as a delta against ``base``; return its id."""
+    def put(
+        self,
+        kind: str,
+        data: bytes,
+        oid: str | None = None,
+        base: str | None = None,
+        *,
+        base_bytes: Callable[[], bytes | None] | None = None,
+    ) -> str:
+        """Add an object (if new), maybe as a delta against ``base``; return its id.
+
+        ``base_bytes`` makes what should be ``base``'s bytes when they are not at hand
+        (checked against its id before use).
+        """
         ...
 
     def flush(self) -> None:

@@ -27,7 +27,7 @@ import hashlib
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -227,7 +227,15 @@ class PackedObjects:
         """Return whether the object exists (committed or pending)."""
         return oid in self._pending or oid in self._inflight or self._row_exists(oid)
 
-    def put(self, kind: str, data: bytes, oid: str | None = None, base: str | None = None) -> str:
+    def put(
+        self,
+        kind: str,
+        data: bytes,
+        oid: str | None = None,
+        base: str | None = None,
+        *,
+        base_bytes: Callable[[], bytes | None] | None = None,
+    ) -> str:
         """Add an object (if new) and return its id.
 
         Args:
@@ -235,6 +243,9 @@ class PackedObjects:
             data: the content.
             oid: its SHA-256, when the caller has it already.
             base: the id of an earlier version, to store this one as a delta against.
+            base_bytes: makes what the caller believes are ``base``'s bytes, asked only
+                when they are not in memory here; used only if they hash to ``base``
+                (else ``base`` is read back from the store, as without it).
         """
         if oid is None:
             oid = hashlib.sha256(data).hexdigest()
@@ -246,7 +257,7 @@ class PackedObjects:
         depth = 0
         if base is not None and base != oid and may_delta(len(data)):
             try:
-                found = self._base(base)
+                found = self._base(base, base_bytes)
             except StoreCorruptError:
                 found = None
             if found is not None and len(found[1]) <= _MAX_DELTA:
@@ -269,15 +280,24 @@ class PackedObjects:
         pending = self._pending.get(oid)
         return pending if pending is not None else self._inflight.get(oid)
 
-    def _base(self, oid: str) -> tuple[int, bytes] | None:
+    def _base(
+        self, oid: str, made: Callable[[], bytes | None] | None = None
+    ) -> tuple[int, bytes] | None:
         """Return a delta base's depth and bytes (None: missing, empty, or too deep).
 
         Too deep: as deep as a chain may go. A base that is neither pending nor kept in
-        memory is read with its depth in one query: its row is read once, not once for
-        the depth and again for the bytes.
+        memory comes from ``made`` when that makes bytes with the base's id: only its
+        depth is read (a scan makes a folder's last tree from its cache, and reading it
+        back would decode its chain of deltas). Else it is read with its depth in one
+        query: its row is read once, not once for the depth and again for the bytes.
         """
         data = _RECENT.get(oid) or self._raw.get(oid)
         if data is None and self._uncommitted(oid) is None:
+            data = made() if made is not None else None
+            if data and hashlib.sha256(data).hexdigest() == oid:
+                # The row is trusted to hold these bytes, as it is when they are in memory.
+                depth = self._row_depth(oid)
+                return None if depth is None or depth >= MAX_DEPTH else (depth, data)
             row = self._row_full(oid)
             if row is None or row[2] >= MAX_DEPTH:
                 return None
