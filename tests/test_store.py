@@ -190,6 +190,55 @@ def test_a_base_made_by_the_caller_is_used_only_if_it_hashes_to_its_id(
         store.close()
 
 
+def test_a_tree_put_again_keeps_its_stored_row_and_chains_stay_within_depth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tree is put without asking whether it is stored (it is new all but always): one
+    stored already, as deep as a chain may go, keeps its row, and a delta built on it in
+    the same batch does not go deeper than a chain may."""
+    from takeback.store import _objects
+    from takeback.store._objects import MAX_DEPTH
+
+    monkeypatch.setattr(_objects, "_RECENT", {})
+    path = str(tmp_path / "s")
+    store = FolderStore.open(path, "/r", create=True)
+    text = b"".join(b"name %d\n" % i for i in range(300))
+    versions = [text]
+    ids = [store.objects.put("tree", text)]
+    for i in range(MAX_DEPTH):
+        text = text + b"more %d\n" % i
+        versions.append(text)
+        ids.append(store.objects.put("tree", text, None, ids[-1]))
+    store.close()
+    _objects._RECENT.clear()
+    store = FolderStore.open(path, "/r", create=False)
+    deepest = ids[-1]
+    # Put again, as a delta of the shallowest version, then a new version of it.
+    assert store.objects.put("tree", versions[-1], None, ids[0]) == deepest
+    newest = versions[-1] + b"newest\n"
+    new_id = store.objects.put("tree", newest, None, deepest)
+    store.close()
+    _objects._RECENT.clear()
+    store = FolderStore.open(path, "/r", create=False)
+    try:
+        rows = {
+            oid: (base, depth)
+            for oid, base, depth in store.objects.conn.execute(
+                "SELECT oid, base, depth FROM objects"
+            )
+        }
+        assert rows[deepest] == (ids[-2], MAX_DEPTH)  # the stored row, as it was
+        for oid, (_base, depth) in rows.items():
+            chain, at = 0, oid
+            while rows[at][0] is not None:
+                chain, at = chain + 1, str(rows[at][0])
+            assert depth == chain <= MAX_DEPTH, oid
+        for oid, data in zip([*ids, new_id], [*versions, newest], strict=True):
+            assert store.objects.get(oid) == data
+    finally:
+        store.close()
+
+
 def test_a_damaged_base_fails_the_objects_built_on_it(tmp_path: Path) -> None:
     path = tmp_path / "s"
     store = FolderStore.open(str(path), "/r", create=True)

@@ -249,10 +249,16 @@ class PackedObjects:
         """
         if oid is None:
             oid = hashlib.sha256(data).hexdigest()
-        if self.has(oid):
+        if oid in self._pending or oid in self._inflight:
+            return oid
+        # A tree put is a folder that changed: its tree is new all but always, so the
+        # store is not asked (the insert keeps one it has; see ``_unchecked``). A blob
+        # may well be stored already (a file put back as it was, a checkout).
+        unchecked = kind == "tree"
+        if not unchecked and self._row_exists(oid):
             return oid
         z = self._z()
-        packed = self._cctx.compress(data)
+        packed: bytes | None = None
         used: str | None = None
         depth = 0
         if base is not None and base != oid and may_delta(len(data)):
@@ -264,9 +270,18 @@ class PackedObjects:
                 base_depth, base_data = found
                 d = z.ZstdCompressionDict(base_data, dict_type=z.DICT_TYPE_RAWCONTENT)
                 delta = z.ZstdCompressor(level=3, dict_data=d).compress(data)
-                if len(delta) < len(packed):
+                # A delta an eighth of the bytes or less is kept without compressing the
+                # whole to compare (a folder's tree with an entry changed, an edited file).
+                whole = None if len(delta) * 8 <= len(data) else self._cctx.compress(data)
+                if whole is None or len(delta) < len(whole):
                     packed, used, depth = delta, base, base_depth + 1
+                else:
+                    packed = whole
+        if packed is None:
+            packed = self._cctx.compress(data)
         self._pending[oid] = _Pending(kind, len(data), packed, used, depth)
+        if unchecked:
+            self._unchecked.add(oid)
         self._pending_bytes += len(packed)
         if kind == "tree":
             self._fresh[oid] = data
