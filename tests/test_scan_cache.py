@@ -196,3 +196,38 @@ def test_snapshots_taken_at_once_leave_a_cache_the_service_can_vouch_for(
             assert taken is not None and taken.tree == full_tree(store, Options())
         finally:
             store.close()
+
+
+def test_the_cache_rows_of_a_change_are_rewritten_in_place(tmp_path: Path) -> None:
+    """A snapshot rewrites the cache rows of the folders it changed: each in the page that
+    holds it. Replaced (deleted and inserted anew under a new rowid), each row wrote the
+    page it left, a page at the table's end and two pages of its key's index: 183 pages
+    of the log for a 10-file snapshot at 100,000 files, against 47 in place."""
+    root, store = make(tmp_path)
+    age(root)
+    scan(store, Options())
+    scan(store, Options())  # the rows exist, each with its rowid
+    meta = store.meta.conn
+    before = {
+        "kv": dict(meta.execute("SELECT key, rowid FROM kv")),
+        "dircache": dict(meta.execute("SELECT dir, rowid FROM dircache")),
+    }
+    frames: list[int] = []
+    wal = tmp_path / "store" / "meta.db-wal"
+    for i in range(8):
+        (root / f"a{i}" / "b2" / "f1.txt").write_text(f"changed {i}\n")
+    size = wal.stat().st_size
+    again = scan(store, Options())
+    frames.append((wal.stat().st_size - size) // (4096 + 24))
+    assert again.hashed_files == 8
+    after = {
+        "kv": dict(meta.execute("SELECT key, rowid FROM kv")),
+        "dircache": dict(meta.execute("SELECT dir, rowid FROM dircache")),
+    }
+    for table in ("kv", "dircache"):
+        kept = before[table].keys() & after[table].keys()
+        assert kept and all(before[table][k] == after[table][k] for k in kept), table
+    # 17 folders changed (8 leaves, their 8 parents, the root): 9 pages of the log here,
+    # 18 when each row was replaced.
+    assert frames[0] <= 13, frames
+    store.close()

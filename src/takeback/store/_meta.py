@@ -295,6 +295,16 @@ def changes_of(rows: Iterable[ChangeRow]) -> list[Change]:
     ]
 
 
+#: Sets a cached value. A value that is there is updated in place: ``INSERT OR REPLACE``
+#: would delete the row and insert it anew under a new rowid, which writes the page it
+#: left, the page at the table's end and two pages of the key's index, where an update
+#: writes the one page that holds it (the scan cache's shards and folder rows are
+#: rewritten at every snapshot that changes something).
+_SET_KV = (
+    "INSERT INTO kv(key, value) VALUES (?,?) ON CONFLICT(key) DO UPDATE SET value=excluded.value"
+)
+
+
 class MetaStore:
     """Typed queries over the metadata database."""
 
@@ -400,7 +410,7 @@ class MetaStore:
 
     def set_kv(self, key: str, value: bytes) -> None:
         """Store a cached value."""
-        self.conn.execute("INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)", (key, value))
+        self.conn.execute(_SET_KV, (key, value))
 
     def get_kv_prefix(self, prefix: str) -> list[tuple[str, bytes]]:
         """Return the cached values whose key starts with ``prefix``, in key order.
@@ -415,10 +425,7 @@ class MetaStore:
 
     def set_kvs(self, rows: dict[str, bytes | None]) -> None:
         """Store (or, for None, delete) some cached values."""
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)",
-            [(k, v) for k, v in rows.items() if v is not None],
-        )
+        self.conn.executemany(_SET_KV, [(k, v) for k, v in rows.items() if v is not None])
         gone = [(k,) for k, v in rows.items() if v is None]
         self.conn.executemany("DELETE FROM kv WHERE key=?", gone)
 
@@ -459,7 +466,8 @@ class MetaStore:
     def put_dircache(self, rows: dict[str, bytes | None]) -> None:
         """Replace (or, for None, drop) detailed stat cache rows."""
         self.conn.executemany(
-            "INSERT OR REPLACE INTO dircache(dir, data) VALUES (?,?)",
+            "INSERT INTO dircache(dir, data) VALUES (?,?)"
+            " ON CONFLICT(dir) DO UPDATE SET data=excluded.data",
             [(os.fsencode(d), v) for d, v in rows.items() if v is not None],
         )
         self.conn.executemany(
