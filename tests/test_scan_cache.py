@@ -57,6 +57,8 @@ def test_a_changed_file_rewrites_only_its_folders_shards(tmp_path: Path) -> None
     (root / "a3" / "b1" / "f2.txt").write_text("changed\n")
     again = scan(store, Options())
     assert again.hashed_files == 1
+    # The folders above it were rebuilt for their subfolders alone: their rows stay.
+    assert set(again.cache_rows) == {"a3/b1"}
     after = kv(store)
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
     assert changed == {CACHE_KEY} | {shard_key(shard_of(d)) for d in ("", "a3", "a3/b1")}

@@ -18,6 +18,8 @@ and what it holds is unknown: a restore neither writes over it nor removes it.
 from __future__ import annotations
 
 import os
+import sys
+from operator import itemgetter
 from typing import NamedTuple
 
 FILE = "f"
@@ -27,6 +29,10 @@ LARGE = "x"
 UNREADABLE = "u"
 _NO_ID = bytes(32)
 _NO_HEX = _NO_ID.hex()
+_KINDS = {k: k.encode() for k in (FILE, LINK, DIR, LARGE, UNREADABLE)}
+_FS_ENCODING = sys.getfilesystemencoding()
+_FS_ERRORS = sys.getfilesystemencodeerrors()
+_first = itemgetter(0)
 
 
 class Entry(NamedTuple):
@@ -44,10 +50,12 @@ Tree = dict[str, Entry]
 
 def encode_tree(tree: Tree) -> bytes:
     """Return the canonical bytes of a tree (the input of its hash)."""
+    # Names encoded as os.fsencode does, without its call per name (a snapshot encodes
+    # the tree of every folder it changed, and each one's last tree as a delta base).
+    enc, errors = _FS_ENCODING, _FS_ERRORS
     parts = []
-    for bname, name in sorted((os.fsencode(n), n) for n in tree):
-        e = tree[name]
-        parts.append(b"%s %o %d %s\0" % (e.kind.encode(), e.mode, e.size, bname))
+    for bname, e in sorted([(n.encode(enc, errors), e) for n, e in tree.items()], key=_first):
+        parts.append(b"%s %o %d %s\0" % (_KINDS[e.kind], e.mode, e.size, bname))
         parts.append(bytes.fromhex(e.oid) if e.oid else _NO_ID)
     return b"".join(parts)
 

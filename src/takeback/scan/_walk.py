@@ -358,6 +358,8 @@ class Scanner:
         self._old: dict[str, _Fast] = {}
         self._new: dict[str, _Fast] = {}
         self._detail_out: dict[str, bytes | None] = {}
+        #: the folders whose detailed row was read whole (see ``_detail``)
+        self._detail_read: set[str] = set()
         self._large: list[str] = []
         self._large_count = 0
         self._unread: list[tuple[str, str]] = []
@@ -914,6 +916,15 @@ class Scanner:
             if cached is not None and cached[0] == sig:
                 kind, mode, raw, size = cached[1]
                 entry = Entry(kind, mode, raw.hex(), size)
+                if sig[2] < self._racy_ns and sig[3] < self._racy_ns:
+                    # As the cache has it, and not racy now either: its row, as it was.
+                    tree[name] = entry
+                    new_detail[name] = cached
+                    if kind == LARGE:
+                        large.append(prefix + name)
+                    else:
+                        files += 1
+                    continue
             else:
                 # The previous version of the file, if any, is the base of a delta.
                 prev = cached[1][2].hex() if cached is not None and cached[1][2] else None
@@ -986,7 +997,9 @@ class Scanner:
             got.uses_index,
             tuple(unread),
         )
-        self._detail_out[rel] = marshal.dumps(new_detail)
+        if rel not in self._detail_read or new_detail != detail:
+            # A folder rebuilt for its subfolders alone (above a change) keeps its row.
+            self._detail_out[rel] = marshal.dumps(new_detail)
         if self._bulk:
             self._touched.add(rel)
         else:
@@ -1008,7 +1021,10 @@ class Scanner:
             detail: dict[str, Any] = marshal.loads(raw)
         except (ValueError, EOFError, TypeError):
             return {}
-        return detail
+        if isinstance(detail, dict):
+            self._detail_read.add(rel)
+            return detail
+        return {}
 
     def _start_reads(self, rel: str, got: _Listing, old: _Fast | None) -> None:
         """Hand the pool the files of a folder that its cache does not vouch for."""
