@@ -482,3 +482,27 @@ def test_status_the_service_runs_prints_what_a_local_run_prints(
     # An option status does not take is refused as a local run refuses it.
     bad = tb("status", "-m", "x", check=2)
     assert bad.stderr == tb("status", "-m", "x", check=2, env={"TAKEBACK_RELAY": "0"}).stderr
+
+
+def test_a_served_call_gets_the_callers_environment_exactly() -> None:
+    """The service sets each call's environment by what differs from the last one's:
+    a name the caller lacks is gone, for the call and for what it runs."""
+    import subprocess
+
+    from takeback.cli._served import _set_environ
+
+    saved = dict(os.environ)
+    try:
+        caller = {k: v for k, v in saved.items() if k != "HOME"}
+        caller["TAKEBACK_TEST_ONLY_THIS_CALL"] = "1"
+        caller["PATH"] = saved.get("PATH", "") + ":/nowhere"
+        _set_environ(caller)
+        assert dict(os.environ) == caller
+        seen = subprocess.run(["env", "-0"], capture_output=True, check=True).stdout
+        got = dict(e.split("=", 1) for e in seen.decode().split("\0") if e)
+        # (Names set in C alone, past os.environ, are not the service's to manage.)
+        known = saved.keys() | caller.keys()
+        assert {k: v for k, v in got.items() if k in known} == caller
+    finally:
+        _set_environ(saved)
+    assert dict(os.environ) == saved

@@ -36,8 +36,7 @@ def run_call(
             os.chdir(cwd)
         except OSError as e:
             return 1, "", f"takeback: error: {e.strerror or e}: {cwd}\n"
-        os.environ.clear()
-        os.environ.update(env)
+        _set_environ(env)
         sys.stdout, sys.stderr = out, err
         if is_hook_call(argv):
             from ..integrations._claude_hook import run as run_hook
@@ -48,8 +47,21 @@ def run_call(
             code = main(list(argv), relay=False)
     finally:
         sys.stdout, sys.stderr = saved_streams
-        os.environ.clear()
-        os.environ.update(saved_env)
+        _set_environ(saved_env)
         os.fchdir(here)
         os.close(here)
     return code, out.getvalue(), err.getvalue()
+
+
+def _set_environ(env: Mapping[str, str]) -> None:
+    """Make ``os.environ`` hold exactly ``env``, changing only what differs.
+
+    Each change is a ``putenv`` or ``unsetenv``: clearing all and setting all again cost
+    about 0.6 ms of every call, where two calls from one shell differ in a few names.
+    """
+    environ = os.environ
+    for name in [n for n in environ if n not in env]:
+        del environ[name]
+    for name, value in env.items():
+        if environ.get(name) != value:
+            environ[name] = value
