@@ -32,6 +32,7 @@ empty and the file's cached stat as None, and the next scan rehashes it.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import marshal
 import os
@@ -913,18 +914,11 @@ class Scanner:
             )
             cached = detail.get(name)
             entry: Entry | None
-            if cached is not None and cached[0] == sig:
-                kind, mode, raw, size = cached[1]
+            # The cache's row, when the file is as that row says.
+            vouched = cached if cached is not None and cached[0] == sig else None
+            if vouched is not None:
+                kind, mode, raw, size = vouched[1]
                 entry = Entry(kind, mode, raw.hex(), size)
-                if sig[2] < self._racy_ns and sig[3] < self._racy_ns:
-                    # As the cache has it, and not racy now either: its row, as it was.
-                    tree[name] = entry
-                    new_detail[name] = cached
-                    if kind == LARGE:
-                        large.append(prefix + name)
-                    else:
-                        files += 1
-                    continue
             else:
                 # The previous version of the file, if any, is the base of a delta.
                 prev = cached[1][2].hex() if cached is not None and cached[1][2] else None
@@ -948,10 +942,13 @@ class Scanner:
             else:
                 saved = sig
             tree[name] = entry
-            new_detail[name] = (
-                saved,
-                (entry.kind, entry.mode, bytes.fromhex(entry.oid), entry.size),
-            )
+            if vouched is not None and saved is not None:
+                new_detail[name] = vouched  # not racy now either: its row, as it was
+            else:
+                new_detail[name] = (
+                    saved,
+                    (entry.kind, entry.mode, bytes.fromhex(entry.oid), entry.size),
+                )
             if entry.kind == LARGE:
                 large.append(prefix + name)
             else:
@@ -976,14 +973,8 @@ class Scanner:
         elif old is None:
             tree_id = self._put("tree", body)
         else:
-            last = old
-            tree_id = self._put(
-                "tree",
-                body,
-                None,
-                old[_TREE],
-                base_bytes=lambda: _last_tree(detail, last, got.subdirs),
-            )
+            made = functools.partial(_last_tree, detail, old, got.subdirs)
+            tree_id = self._put("tree", body, None, old[_TREE], base_bytes=made)
         self._new[rel] = (
             got.listing_key,
             got.skip,
