@@ -112,7 +112,8 @@ def test_a_damaged_shard_costs_a_full_read_never_a_wrong_snapshot(
     doc = json.loads(tb("snapshot", "--json").stdout)
     assert doc["scan"]["reason"] != "the scan cache is damaged"
     db = sqlite3.connect(store_dir / "meta.db")
-    values = [v for (v,) in db.execute("SELECT value FROM kv WHERE key LIKE 'dirs-v7/%'")]
+    rows = db.execute("SELECT value FROM kv WHERE key LIKE ?", (f"{CACHE_KEY}/%",))
+    values = [v for (v,) in rows]
     db.close()
     assert values and b"not marshal" not in values
 

@@ -573,12 +573,12 @@ def serve(
         release = hold_databases(store_path)
         listener = _bind(paths.socket)
         svc.last_query = svc.last_call = time.monotonic()
-        ino = svc.watcher.fileno()
         lfd = listener.fileno()
         while not svc.done:
             left = svc.quiet - (time.monotonic() - svc.last_call)
             if left <= 0:
                 break
+            ino = svc.watcher.fileno()  # a new one after the watches are made anew
             try:
                 ready, _, _ = select.select([ino, lfd], [], [], min(left, 5.0))
             except InterruptedError:
@@ -590,6 +590,7 @@ def serve(
             if not ready:
                 if svc.gone(lock):
                     break
+                svc.watcher.check()
                 svc.sweep_claims()
         return 0
     except _Stop:

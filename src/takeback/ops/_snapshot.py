@@ -15,6 +15,7 @@ from ..model import DIR, Entry, SnapshotInfo, encode_state
 from ..scan import (
     CACHE_KEY,
     LEGACY_KEY,
+    OLDER_KEY,
     FolderCache,
     Scanner,
     ScanResult,
@@ -116,7 +117,9 @@ def stored_cache(meta: Meta) -> tuple[bytes | None, FolderCache | None]:
     """
     token, cache = load_cache(meta.get_kv_prefix(CACHE_KEY))
     if token is None and cache is None:
-        cache = load_legacy_cache(meta.get_kv(LEGACY_KEY))
+        _older, cache = load_cache(meta.get_kv_prefix(OLDER_KEY), OLDER_KEY)
+        if cache is None:
+            cache = load_legacy_cache(meta.get_kv(LEGACY_KEY))
     return token, cache
 
 
@@ -184,27 +187,37 @@ def _scan(
         why = why or changes.reason
     elif not why:
         hint = changes.dirs
-    scanner = Scanner(
-        store.root,
-        put=store.objects.put,
-        cache=cache,
-        dircache_get=meta.get_dircache,
-        max_file_bytes=opts.max_file_bytes,
-        on_progress=on_progress,
-        exclude_env=opts.exclude_env,
-        exclude=[store.path],
-        pack=store.objects.pack,
-        put_packed=store.objects.put_packed,
-        # A few folders the service named: reading their files here costs less than
-        # handing them to threads and waiting for them.
-        workers=read_workers() if hint is None or len(hint) > FEW_FOLDERS else 0,
-        forks=check_forks(),
-    )
+
+    def scanner_for(named: list[str] | None) -> Scanner:
+        few = named is not None and len(named) <= FEW_FOLDERS
+        return Scanner(
+            store.root,
+            put=store.objects.put,
+            cache=cache,
+            dircache_get=meta.get_dircache,
+            max_file_bytes=opts.max_file_bytes,
+            on_progress=on_progress,
+            exclude_env=opts.exclude_env,
+            exclude=[store.path],
+            pack=store.objects.pack,
+            put_packed=store.objects.put_packed,
+            # A few folders the service named: reading their files here costs less than
+            # handing them to threads and waiting for them.
+            workers=0 if few else read_workers(),
+            forks=check_forks(),
+        )
+
+    scanner = scanner_for(hint)
     # Full batches of objects are committed by a writer thread while the walk goes on
     # (a first snapshot writes hundreds of megabytes); a few folders' are committed here.
     behind = store.objects.write_behind() if hint is None or len(hint) > FEW_FOLDERS else None
     with behind or contextlib.nullcontext():
         result = scanner.scan(hint=hint, recheck_index=bool(changes and changes.index))
+        if scanner.links_changed:
+            # A hard link was made or removed: the file's other names may lie in folders
+            # the service saw no change in. Scan in full (what was stored stays, unused).
+            hint, why = None, "a hard link was made or removed"
+            result = scanner_for(None).scan()
         # Objects first, then the cache rows that name them: a crash in between leaves
         # unreferenced objects, never a cache entry pointing at nothing. The cache and the
         # mark it was taken at are written together: the pair is always one scan's.

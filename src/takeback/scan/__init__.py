@@ -10,6 +10,7 @@ from __future__ import annotations
 from ._cache import (
     CACHE_KEY,
     LEGACY_KEY,
+    OLDER_KEY,
     FolderCache,
     cached_ids,
     known_cache,
@@ -23,6 +24,7 @@ __all__ = [
     "CACHE_KEY",
     "GRANULARITY_NS",
     "LEGACY_KEY",
+    "OLDER_KEY",
     "FolderCache",
     "ScanResult",
     "Scanner",

@@ -27,7 +27,10 @@ from collections.abc import Iterable
 from typing import Any
 
 #: The header row's key; the shards are ``CACHE_KEY + "/" + 3 hex digits``.
-CACHE_KEY = "dirs-v7"
+CACHE_KEY = "dirs-v8"
+#: The format before linked folders were marked: the same shards (read, never written).
+#: Its stat keys are dropped when read, so every folder is listed again once.
+OLDER_KEY = "dirs-v7"
 #: The format before shards: one row holding the whole cache (read, never written).
 LEGACY_KEY = "dirs-v6"
 SHARDS = 1024
@@ -44,6 +47,17 @@ _Fast = tuple[Any, ...]
 )
 _FAST_LEN = 11
 
+#: A folder holding a file with more than one hard link saves this, and a digest of its
+#: linked files' inodes and link counts, as its stat key. It never equals a listing's key,
+#: so every scan lists such a folder again, the watching service's too: a write through
+#: the file's other name, in a folder whose watch saw nothing, is found.
+LINKED_PREFIX = b"links:"
+
+
+def is_linked(stat_key: bytes) -> bool:
+    """Whether a saved stat key says its folder holds a file with several hard links."""
+    return stat_key[:6] == LINKED_PREFIX
+
 
 def shard_of(rel: str) -> int:
     """Return the shard that holds a folder's record."""
@@ -58,7 +72,7 @@ class FolderCache:
     scan took of it, kept so that the next scan need not add them up again.
     """
 
-    __slots__ = ("counts", "folders", "shards", "token")
+    __slots__ = ("_linked", "counts", "folders", "shards", "token")
 
     def __init__(
         self, token: bytes, folders: dict[str, _Fast], shards: list[dict[str, _Fast]] | None
@@ -68,6 +82,14 @@ class FolderCache:
         #: None for a cache read in the format before shards (grouped when first needed)
         self.shards = shards
         self.counts: tuple[Any, ...] | None = None
+        self._linked: frozenset[str] | None = None
+
+    @property
+    def linked(self) -> frozenset[str]:
+        """The folders that hold a file with several hard links (listed by every scan)."""
+        if self._linked is None:
+            self._linked = frozenset(r for r, f in self.folders.items() if is_linked(f[_STAT]))
+        return self._linked
 
     def derive(
         self, folders: dict[str, _Fast], touched: Iterable[str] | None = None
@@ -84,6 +106,8 @@ class FolderCache:
             old = self.folders
             touched = [k for k, v in folders.items() if old.get(k) is not v]
             touched.extend(k for k in old if k not in folders)
+        else:
+            touched = list(touched)
         shards = list(self.shards)
         copied: set[int] = set()
         for rel in touched:
@@ -97,6 +121,11 @@ class FolderCache:
             else:
                 shards[i][rel] = fast
         cache = FolderCache(os.urandom(16), folders, shards)
+        if self._linked is not None:
+            # Only the touched records can have changed: no pass over every folder.
+            linked = set(self._linked).difference(touched)
+            linked.update(r for r in touched if r in folders and is_linked(folders[r][_STAT]))
+            cache._linked = frozenset(linked)
         rows: dict[str, bytes | None] = {CACHE_KEY: cache.token}
         for i in sorted(copied):
             rows[shard_key(i)] = marshal.dumps(shards[i]) if shards[i] else None
@@ -139,7 +168,9 @@ def _records(raw: bytes) -> dict[str, _Fast] | None:
     return folders
 
 
-def load_cache(rows: Iterable[tuple[str, bytes]]) -> tuple[bytes | None, FolderCache | None]:
+def load_cache(
+    rows: Iterable[tuple[str, bytes]], key: str = CACHE_KEY
+) -> tuple[bytes | None, FolderCache | None]:
     """Return the header's token and the cache that rows read in one statement hold.
 
     ``rows`` are the store's key-value rows whose key starts with ``CACHE_KEY`` (the
@@ -150,12 +181,13 @@ def load_cache(rows: Iterable[tuple[str, bytes]]) -> tuple[bytes | None, FolderC
     token: bytes | None = None
     shards: list[dict[str, _Fast]] = [{} for _ in range(SHARDS)]
     damaged = False
-    for key, value in rows:
-        if key == CACHE_KEY:
+    prefix = key + "/"
+    for name, value in rows:
+        if name == key:
             token = bytes(value)
-        elif key.startswith(_PREFIX):
+        elif name.startswith(prefix):
             try:
-                i = int(key[len(_PREFIX) :], 16)
+                i = int(name[len(prefix) :], 16)
             except ValueError:
                 damaged = True
                 continue
@@ -167,11 +199,13 @@ def load_cache(rows: Iterable[tuple[str, bytes]]) -> tuple[bytes | None, FolderC
     if token is None or damaged:
         return token, None
     last = _LAST
-    if last is not None and last.token == token:
+    if key == CACHE_KEY and last is not None and last.token == token:
         return token, last  # the same content: keep the decoded one, and its sums
     folders: dict[str, _Fast] = {}
     for part in shards:
         folders.update(part)
+    if key != CACHE_KEY:
+        return token, _untrusted(folders)
     cache = FolderCache(token, folders, shards)
     remember(cache)
     return token, cache
@@ -180,7 +214,21 @@ def load_cache(rows: Iterable[tuple[str, bytes]]) -> tuple[bytes | None, FolderC
 def load_legacy_cache(raw: bytes | None) -> FolderCache | None:
     """Return the cache saved whole before shards (its token is empty: never saved)."""
     folders = _records(raw) if raw else None
-    return None if folders is None else FolderCache(b"", folders, None)
+    return None if folders is None else _untrusted(folders)
+
+
+def _untrusted(folders: dict[str, _Fast]) -> FolderCache:
+    """A cache of an older format: its records, every stat key dropped.
+
+    The older formats did not mark folders with hard-linked files, so no stat key of
+    theirs is trusted: the next scan lists every folder again (a file whose stat its
+    detailed row vouches for is not read again) and saves the cache in this format.
+    """
+    return FolderCache(
+        b"",
+        {rel: (*fast[:_STAT], b"", *fast[_STAT + 1 :]) for rel, fast in folders.items()},
+        None,
+    )
 
 
 def known_cache(token: bytes | None) -> FolderCache | None:

@@ -16,8 +16,9 @@
  *            name NUL "f" mode (u32) size mtime_ns ctime_ns (i64) inode (u64); other
  *            entries (FIFOs, sockets, devices) are not in it; little-endian throughout
  *   subdirs: [(name, permission bits)] of the folders, in listing order
- *   files:   with stats, [(name, mode, size, mtime_ns, ctime_ns, inode)] of the files and
- *            symlinks, in listing order (what the walk compares and reads); else None
+ *   files:   with stats, [(name, mode, size, mtime_ns, ctime_ns, inode, links)] of the
+ *            files and symlinks, in listing order (what the walk compares and reads; links
+ *            is the hard link count); else None
  * None when an entry cannot be stat'ed (other than gone since the listing) or has a time
  * that does not fit in 64 bits of nanoseconds: the caller lists the folder itself. OSError when the folder cannot be opened or read.
  */
@@ -39,7 +40,7 @@ typedef struct {
     char kind; /* 'd' folder, 'f' file or symlink, 'o' other */
     uint32_t mode;
     int64_t size, mtime_ns, ctime_ns;
-    uint64_t ino;
+    uint64_t ino, nlink;
 } entry_t;
 
 typedef struct {
@@ -126,6 +127,7 @@ static int list_stat(const char *path, listing_t *l, int *unstatable) {
         t->mode = (uint32_t)st.st_mode;
         t->size = (int64_t)st.st_size;
         t->ino = (uint64_t)st.st_ino;
+        t->nlink = (uint64_t)st.st_nlink;
         if (!to_ns(st.st_mtim, &t->mtime_ns) || !to_ns(st.st_ctim, &t->ctime_ns)) {
             *unstatable = 1;
             break;
@@ -180,9 +182,10 @@ static PyObject *build(const listing_t *l, int stats) {
         *s++ = t->kind;
         s = put_le(s, t->mode, 4);
         if (t->kind == 'f' && stats) {
-            PyObject *one = Py_BuildValue("(OkLLLK)", str, (unsigned long)t->mode, (long long)t->size,
-                                          (long long)t->mtime_ns, (long long)t->ctime_ns,
-                                          (unsigned long long)t->ino);
+            PyObject *one = Py_BuildValue("(OkLLLKK)", str, (unsigned long)t->mode,
+                                          (long long)t->size, (long long)t->mtime_ns,
+                                          (long long)t->ctime_ns, (unsigned long long)t->ino,
+                                          (unsigned long long)t->nlink);
             if (!one) goto fail;
             int bad = PyList_Append(files, one);
             Py_DECREF(one);

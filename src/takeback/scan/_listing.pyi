@@ -8,7 +8,7 @@ def list_folder(
         bytes,
         bytes,
         list[tuple[str, int]],
-        list[tuple[str, int, int, int, int, int]] | None,
+        list[tuple[str, int, int, int, int, int, int]] | None,
     ]
     | None
 ): ...

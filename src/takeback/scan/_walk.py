@@ -58,8 +58,10 @@ from ._cache import (
     _TREE,
     _UNREAD,
     _USES_INDEX,
+    LINKED_PREFIX,
     FolderCache,
     _Fast,
+    is_linked,
     new_cache,
 )
 from ._gitindex import GitIndex, common_git_dir, resolve_git_dir
@@ -170,6 +172,8 @@ class _StatFields(Protocol):
     def st_ctime_ns(self) -> int: ...  # noqa: D102
     @property
     def st_ino(self) -> int: ...  # noqa: D102
+    @property
+    def st_nlink(self) -> int: ...  # noqa: D102
 
 
 class _Stat:
@@ -178,14 +182,17 @@ class _Stat:
     What a reader process is sent, and what the native listing gives.
     """
 
-    __slots__ = ("st_ctime_ns", "st_ino", "st_mode", "st_mtime_ns", "st_size")
+    __slots__ = ("st_ctime_ns", "st_ino", "st_mode", "st_mtime_ns", "st_nlink", "st_size")
 
-    def __init__(self, mode: int, size: int, mtime_ns: int, ctime_ns: int, ino: int) -> None:
+    def __init__(
+        self, mode: int, size: int, mtime_ns: int, ctime_ns: int, ino: int, nlink: int = 1
+    ) -> None:
         self.st_mode = mode
         self.st_size = size
         self.st_mtime_ns = mtime_ns
         self.st_ctime_ns = ctime_ns
         self.st_ino = ino
+        self.st_nlink = nlink
 
 
 def _stat_fields(st: _StatFields) -> tuple[int, ...]:
@@ -273,6 +280,18 @@ def _without(sigs: bytes, skip: Sequence[str]) -> bytes:
             out.append(sigs[at:end])
         at = end
     return b"".join(out)
+
+
+def _links_key(kept: Sequence[tuple[str, _StatFields]]) -> bytes:
+    """The stat key a folder with files of several hard links saves (b"": it has none)."""
+    pairs = sorted(
+        (st.st_ino, st.st_nlink)
+        for _name, st in kept
+        if st.st_nlink > 1 and stat.S_ISREG(st.st_mode)
+    )
+    if not pairs:
+        return b""
+    return LINKED_PREFIX + _digest(*(b"%d %d" % p for p in pairs))
 
 
 def _digest(*parts: bytes) -> bytes:
@@ -392,6 +411,11 @@ class Scanner:
         self._touched: set[str] = set()
         #: folder -> its detailed cache row and the reads handed to the pool, by name
         self._reads: dict[str, tuple[dict[str, Any], dict[str, Future[list[Any]]]]] = {}
+        #: the scan lists only the folders a watcher named (and the linked ones)
+        self._hinted = False
+        #: a hinted scan found a hard link made or removed: a file's other names may be
+        #: in folders it did not list, so its result cannot be vouched for (see ``scan``)
+        self.links_changed = False
 
     # -- entry point -----------------------------------------------------------------
 
@@ -406,8 +430,11 @@ class Scanner:
 
         Args:
             hint: when a watcher knows which paths changed, the folders holding them are
-                the only ones listed; every other folder with a cache entry is taken as
-                it was. None walks everything.
+                the only ones listed, with every folder that holds a file of several hard
+                links (a write through another name is seen by no watch of its folder);
+                every other folder with a cache entry is taken as it was. None walks
+                everything. A hinted scan that finds a link made or removed sets
+                ``links_changed``: its result is not to be used (scan in full instead).
             recheck_index: with a hint, also list again every folder whose ignore
                 decisions consulted git's index (the index changed since the hint's start).
 
@@ -434,7 +461,10 @@ class Scanner:
         revisit: set[str] | None = None
         try:
             if hint is not None:
+                self._hinted = True
                 hinted = [p.strip("/") for p in hint]
+                if self._cache is not None:
+                    hinted.extend(self._cache.linked)
                 if recheck_index:
                     hinted.extend(rel for rel, fast in self._old.items() if fast[_USES_INDEX])
                 revisit = _with_parents(hinted)
@@ -964,6 +994,11 @@ class Scanner:
             else:
                 tree[name] = Entry(DIR, mode, cid, 0)
         unread.sort()
+        links = _links_key(got.kept)
+        if self._hinted:
+            had = old[_STAT] if old is not None and is_linked(old[_STAT]) else b""
+            if links != had:
+                self.links_changed = True
         body = encode_tree(tree)
         if old is None and self._pack is not None and self._put_packed is not None:
             # A new folder (every folder of a first snapshot): no delta base to weigh,
@@ -979,7 +1014,7 @@ class Scanner:
             got.listing_key,
             got.skip,
             got.partial,
-            b"" if racy else got.stat_key,
+            links or (b"" if racy else got.stat_key),
             names,
             children,
             tree_id,

@@ -17,15 +17,34 @@ accounts for every change that completed before the question.
 What a token cannot vouch for is said as a reason, and the caller takes a full scan:
 the queue overflowed, the watch limit was reached, an ignore rule changed (a
 ``.gitignore`` or ``.takebackignore`` anywhere, ``info/exclude``, the ``.git`` entry at
-the root), the root itself moved, or the token is older than what is kept. A folder
-created and filled before its watch was added is listed right after the watch is added,
-and it and every folder below it count as changed.
+the root, or the content of such a file reached through a symlink), or the token is
+older than what is kept. A folder created and filled before its watch was added is
+listed right after the watch is added, and it and every folder below it count as
+changed.
+
+Every cause of incomplete watches is looked for, and turns into a full scan with every
+watch made anew (:meth:`Watcher.rebuild`), never into a guess:
+
+- the root replaced (removed and made again, moved away, exchanged): its device and
+  inode are compared with the watched one's at every question;
+- a file system mounted or unmounted inside the workspace (a mount gives no inotify
+  event): the mount table, ``/proc/self/mountinfo``, is polled at every question;
+- a watch dropped while its folder is still in scope (``IN_IGNORED``), and the two moves
+  of an exchange of folders (``RENAME_EXCHANGE``): every folder a batch of events named
+  as moved, created or dropped is watched again at the end of the batch, when it is a
+  folder then, whatever order its events came in.
+
+Hard links are the scan's to handle: a write through one name of a file is reported
+for that name's folder only, so every folder that holds a file with several links is
+listed by every scan (see ``_cache.LINKED_PREFIX``).
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
+import select
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -105,6 +124,17 @@ class Watcher:
             if p == root or p.startswith(root.rstrip("/") + "/")
         }
         self.ino = INotify(nonblocking=True)
+        #: the root's (device, inode) when its watch was added (None: not watched)
+        self._root_id: tuple[int, int] | None = None
+        #: why the watches must be made anew at the next question ('' when not)
+        self._rebuild_why = ""
+        self.rebuilds = 0
+        self._mounts = _Mounts(root)
+        #: ignore files that are symlinks (their target may change with no event here):
+        #: path -> digest of the content last seen
+        self._linked_ignores: dict[str, bytes] = {}
+        #: folders a batch of events named as moved, made or dropped: watched again after
+        self._recheck: set[str] = set()
         self._wd_path: dict[int, str] = {}
         self._path_wd: dict[str, int] = {}
         self._git_wds: dict[int, str] = {}
@@ -121,13 +151,42 @@ class Watcher:
 
     def start(self) -> None:
         """Watch every folder of the tree and git's folder (before any token is given)."""
+        self._mounts.changed()
         self._watch_git()
         self._watch_tree("")
         self.dirty.clear()
 
     def close(self) -> None:
-        """Drop every watch (closing the inotify instance)."""
+        """Drop every watch (closing the inotify instance) and the mount table."""
         self.ino.close()
+        self._mounts.close()
+
+    def rebuild(self, reason: str) -> None:
+        """Make every watch anew on a new inotify instance; every token needs a full scan.
+
+        What the old instance still had queued is dropped with it: the full scan that
+        every older token now needs covers it.
+        """
+        self.rebuilds += 1
+        self.ino.close()
+        self.ino = INotify(nonblocking=True)
+        self._wd_path.clear()
+        self._path_wd.clear()
+        self._git_wds.clear()
+        self._root_id = None
+        self._rebuild_why = ""
+        self._recheck.clear()
+        self._linked_ignores.clear()
+        self.invalidate(reason)
+        self._watch_git()
+        self._watch_tree("")
+
+    def _root_now(self) -> tuple[int, int] | None:
+        try:
+            st = os.lstat(self.root)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino) if st.st_mode & 0o170000 == 0o040000 else None
 
     def fileno(self) -> int:
         """Return the inotify descriptor (to wait on it)."""
@@ -160,6 +219,8 @@ class Watcher:
             wd = self._add(self._abs(rel), WATCH_MASK)
             if wd is None:
                 continue
+            if rel == "":
+                self._root_id = self._root_now()
             old = self._wd_path.get(wd)
             if old is not None and old != rel:
                 self._path_wd.pop(old, None)
@@ -172,6 +233,8 @@ class Watcher:
                     for d in it:
                         if d.name == ".git":
                             continue
+                        if d.name in IGNORE_FILES and d.is_symlink():
+                            self._note_linked_ignore(prefix + d.name)
                         try:
                             if not d.is_dir(follow_symlinks=False):
                                 continue
@@ -193,13 +256,27 @@ class Watcher:
         gitdir = resolve_git_dir(self.root)
         if gitdir is None:
             return
-        for path, what in (
-            (gitdir, "gitdir"),
-            (os.path.join(common_git_dir(gitdir), "info"), "info"),
-        ):
+        info = os.path.join(common_git_dir(gitdir), "info")
+        for path, what in ((gitdir, "gitdir"), (info, "info")):
             wd = self._add(path, GIT_MASK)
             if wd is not None:
                 self._git_wds[wd] = what
+        exclude = os.path.join(info, "exclude")
+        if os.path.islink(exclude):
+            self._note_linked_ignore(exclude)
+
+    def _note_linked_ignore(self, path: str) -> None:
+        """Keep the content of an ignore file that is a symlink, to compare at questions."""
+        self._linked_ignores[path] = _content_digest(self._abs(path))
+
+    def _linked_ignore_changed(self) -> str:
+        """Return an ignore file reached through a link whose content changed ('' if none)."""
+        for path, seen in self._linked_ignores.items():
+            now = _content_digest(self._abs(path))
+            if now != seen:
+                self._linked_ignores[path] = now
+                return path
+        return ""
 
     def _unwatch_under(self, top: str) -> None:
         prefix = top + "/"
@@ -233,7 +310,28 @@ class Watcher:
             self.process(events)
 
     def process(self, events: Iterable[tuple[int, int, int, str]]) -> None:
-        """Account for inotify events (wd, mask, cookie, name)."""
+        """Account for inotify events (wd, mask, cookie, name).
+
+        The folders the events name as moved, made or dropped are watched again at the
+        end, once every event of the batch is accounted for: the two moves of an
+        exchange drop both folders' watches before either is watched again.
+        """
+        self._process(events)
+        recheck, self._recheck = self._recheck, set()
+        for rel in sorted(recheck):
+            if self.degraded is not None:
+                break
+            parent = rel.rpartition("/")[0]
+            if rel and parent not in self._path_wd:
+                continue  # its parent is not watched (moved out, or excluded)
+            try:
+                st = os.lstat(self._abs(rel))
+            except OSError:
+                continue
+            if st.st_mode & 0o170000 == 0o040000:
+                self._watch_tree(rel)
+
+    def _process(self, events: Iterable[tuple[int, int, int, str]]) -> None:
         for wd, mask, _cookie, name in events:
             self.events += 1
             if mask & F.Q_OVERFLOW:
@@ -247,22 +345,33 @@ class Watcher:
             if rel is None:
                 continue
             if mask & F.IGNORED:
-                if self._path_wd.get(rel) == wd:
-                    del self._path_wd[rel]
                 del self._wd_path[wd]
+                if self._path_wd.get(rel) == wd:
+                    # Dropped by the kernel (its folder removed, or its file system
+                    # unmounted), not by us: whatever is at that path now is watched anew.
+                    del self._path_wd[rel]
+                    self._mark(rel)
+                    if rel == "":
+                        self._rebuild_why = "the workspace folder itself was removed"
+                    else:
+                        self._recheck.add(rel)
                 continue
             if mask & F.UNMOUNT:
-                self.invalidate("a file system inside the workspace was unmounted")
+                self._rebuild_why = "a file system inside the workspace was unmounted"
                 continue
             if not name:
                 if rel == "" and mask & (F.DELETE_SELF | F.MOVE_SELF):
-                    self.invalidate("the workspace folder itself was moved or removed")
+                    self._rebuild_why = "the workspace folder itself was moved or removed"
                 self._mark(rel)
                 continue
             self._mark(rel)
             child = rel + "/" + name if rel else name
             if name in IGNORE_FILES:
                 self.invalidate(f"ignore rules changed ({child})")
+                if os.path.islink(self._abs(child)):
+                    self._note_linked_ignore(child)
+                else:
+                    self._linked_ignores.pop(child, None)
             if name == ".git":
                 if rel == "":
                     self.invalidate("the workspace's .git changed")
@@ -272,10 +381,13 @@ class Watcher:
                 continue
             if mask & F.MOVED_FROM:
                 # Its watches would go on reporting it under this path: drop them (a
-                # removed folder's watches end by themselves, with IN_IGNORED).
+                # removed folder's watches end by themselves, with IN_IGNORED). What is
+                # at this path after the batch (the other side of an exchange) is
+                # watched again then.
                 self._unwatch_under(child)
+                self._recheck.add(child)
             if mask & (F.CREATE | F.MOVED_TO) or (mask & F.ATTRIB and child not in self._path_wd):
-                self._watch_tree(child)
+                self._recheck.add(child)
 
     def _git_event(self, wd: int, mask: int, name: str, what: str) -> None:
         if mask & F.IGNORED:
@@ -289,6 +401,7 @@ class Watcher:
             self.index_gen = self.gen
         elif what == "info" and name == "exclude":
             self.invalidate("git's info/exclude changed")
+            self._watch_git()
 
     def overflow(self) -> None:
         """The queue overflowed: events were lost; watch again what may lack a watch."""
@@ -296,6 +409,22 @@ class Watcher:
         self.invalidate("the inotify event queue overflowed")
         self._watch_git()
         self._watch_tree("")
+
+    def check(self) -> None:
+        """Look for what no event reports; make the watches anew when one is found.
+
+        The root replaced (its device and inode), a mount or unmount inside the
+        workspace, a watch the kernel dropped from the root: each means watches that
+        are missing or report the wrong folder.
+        """
+        if self._mounts.changed():
+            self._rebuild_why = self._rebuild_why or (
+                "a file system was mounted or unmounted inside the workspace"
+            )
+        if not self._rebuild_why and self._root_now() != self._root_id:
+            self._rebuild_why = "the workspace folder itself was replaced"
+        if self._rebuild_why and self._root_now() is not None:
+            self.rebuild(self._rebuild_why)
 
     # -- questions -----------------------------------------------------------------------
 
@@ -306,6 +435,10 @@ class Watcher:
             token: a token an earlier mark of this watcher handed out (None: none).
         """
         self.drain()
+        self.check()
+        linked = self._linked_ignore_changed()
+        if linked:
+            self.invalidate(f"ignore rules changed ({linked}, through its link)")
         new = self.gen
         self.gen += 1
         if new - KEEP_MARKS > self.floor + 64:  # now and then: it costs a pass
@@ -314,6 +447,8 @@ class Watcher:
             self.dirty = {d: g for d, g in self.dirty.items() if g > self.floor}
         if self.degraded is not None:
             return Answer(new, None, self.degraded)
+        if self._root_id is None:
+            return Answer(new, None, "the workspace folder is not there to watch")
         if token is None:
             return Answer(new, None, "the last snapshot was not taken with this service")
         if token >= new or token < 1:
@@ -334,4 +469,81 @@ class Watcher:
             degraded=self.degraded,
             overflows=self.overflows,
             events=self.events,
+            extra={"rebuilds": self.rebuilds},
         )
+
+
+def _content_digest(path: str) -> bytes:
+    """Digest of a small file's content, through links (b"-" when it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.blake2b(f.read(1 << 20), digest_size=16).digest()
+    except OSError:
+        return b"-"
+
+
+class _Mounts:
+    """The mount points inside a workspace, and a cheap way to know when they change.
+
+    ``/proc/self/mountinfo`` reports a change of the mount table to ``poll`` (as
+    ``POLLPRI``); only then is it read again and compared.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = root.rstrip("/") or "/"
+        self._file = None
+        self._poll: select.poll | None = None
+        self._seen: frozenset[str] | None = None
+        try:
+            self._file = open("/proc/self/mountinfo", "rb")  # noqa: SIM115 - kept open
+            self._poll = select.poll()
+            self._poll.register(self._file.fileno(), select.POLLPRI | select.POLLERR)
+        except OSError:
+            self._file = None
+
+    def _inside(self) -> frozenset[str]:
+        assert self._file is not None
+        self._file.seek(0)
+        raw = self._file.read()
+        prefix = self.root + "/" if self.root != "/" else "/"
+        out = set()
+        for line in raw.split(b"\n"):
+            fields = line.split(b" ")
+            if len(fields) < 5:
+                continue
+            point = os.fsdecode(_unescape(fields[4]))
+            if point.startswith(prefix) or point == self.root:
+                out.add(point)
+        return frozenset(out)
+
+    def changed(self) -> bool:
+        """Whether the mount points inside the workspace changed since the last call."""
+        if self._file is None or self._poll is None:
+            return False
+        if self._seen is not None and not self._poll.poll(0):
+            return False
+        now = self._inside()
+        was, self._seen = self._seen, now
+        return was is not None and was != now
+
+    def close(self) -> None:
+        """Close the mount table."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _unescape(field: bytes) -> bytes:
+    """Undo mountinfo's octal escapes (a space is written as a backslash and 040)."""
+    if b"\\" not in field:
+        return field
+    out = bytearray()
+    i = 0
+    while i < len(field):
+        if field[i] == 0x5C and i + 3 < len(field) and field[i + 1 : i + 4].isdigit():
+            out.append(int(field[i + 1 : i + 4], 8))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return bytes(out)
