@@ -48,6 +48,38 @@ def via_short_path(path: str, use: Callable[[str], None]) -> None:
         os.close(fd)
 
 
+def foreign_folder(path: str) -> str:
+    """Return why ``path`` is not a folder of this user's alone ('' when it is, or is absent).
+
+    A store or service folder that another user owns, or that others may write, could
+    hold links to anything: a process of root's following them would write or delete
+    where that user chose (as ssh refuses a ``~/.ssh`` others can write).
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return ""
+    except OSError as e:
+        return f"{path} cannot be read ({e.strerror})"
+    if st.st_mode & 0o170000 != 0o040000:
+        return f"{path} is not a folder"
+    if st.st_uid != os.geteuid():
+        return f"{path} belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"{path} may be written by others (mode {st.st_mode & 0o7777:o}; chmod go-w {path})"
+    return ""
+
+
+def peer_uid(sock: Any) -> int:
+    """Return the user id of the process at the other end of a connected Unix socket."""
+    import _socket
+    import sys
+
+    # struct ucred: pid, uid, gid, each 32 bits in the machine's byte order
+    raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    return int.from_bytes(raw[4:8], sys.byteorder)
+
+
 def service_dir(store_path: str) -> str:
     """Return the store's folder for the service (socket, pid file)."""
     return os.path.join(store_path, SERVICE_DIR)

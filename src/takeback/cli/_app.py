@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConflictError, TakebackError
+from ..errors import ConflictError, TakebackError, UsageError
 from ._render import quote_path
 
 if TYPE_CHECKING:
@@ -145,8 +145,18 @@ class Ctx:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.json: bool = bool(getattr(args, "json", False))
-        self.cwd = os.getcwd()
         given_root = getattr(args, "root", None)
+        try:
+            self.cwd = os.getcwd()
+        except FileNotFoundError:
+            # The folder the command was run from was removed: with an absolute --root
+            # there is nothing to take from it.
+            if not (given_root and os.path.isabs(given_root)):
+                raise UsageError(
+                    "the current folder no longer exists: cd to one that does, "
+                    "or give --root DIR as an absolute path"
+                ) from None
+            self.cwd = given_root
         # An empty variable is an unset one (`export TAKEBACK_STORE=` names no folder).
         self.store: str | None = (
             getattr(args, "store", None) or os.environ.get("TAKEBACK_STORE") or None
@@ -311,7 +321,11 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if module is None:
         parser.print_help(sys.stderr)
         return 2
-    ctx = Ctx(args)
+    try:
+        ctx = Ctx(args)
+    except TakebackError as e:
+        print(f"takeback: error: {e.message}", file=sys.stderr)
+        return e.exit_code
     try:
         mod = importlib.import_module(f".{module}", __package__)
         if getattr(mod, "CHECKS_JOURNAL", True):

@@ -24,7 +24,15 @@ from __future__ import annotations
 
 import os
 
-from .._where import CLAIMS_DIR, SOCKET_NAME, default_store_path, service_dir, via_short_path
+from .._where import (
+    CLAIMS_DIR,
+    SOCKET_NAME,
+    default_store_path,
+    foreign_folder,
+    peer_uid,
+    service_dir,
+    via_short_path,
+)
 from .._wire import DONE, TAKEN, call_frame, done, header
 
 TYPE_CHECKING = False  # not typing's: see takeback/__init__.py
@@ -137,7 +145,10 @@ def try_command(argv: Sequence[str]) -> int | None:
     if len(words) != 1 or words[0] not in _COMMANDS:
         return None
     env = os.environ
-    cwd = os.getcwd()
+    try:
+        cwd = os.getcwd()
+    except FileNotFoundError:
+        return None  # the folder it was run from is gone: the command says so itself
     path = store_for(
         root=opts.get("--root"),
         store=opts.get("--store") or env.get("TAKEBACK_STORE"),
@@ -189,8 +200,8 @@ def exchange(
     if env.get(RELAY_ENV, "").strip().lower() in ("0", "off", "no", "false"):
         return None
     sdir = service_dir(store_path)
-    if not os.path.exists(os.path.join(sdir, SOCKET_NAME)):
-        return None
+    if not os.path.exists(os.path.join(sdir, SOCKET_NAME)) or foreign_folder(sdir):
+        return None  # none runs; or its folder is not this user's alone: run it here
     claim = os.path.join(sdir, CLAIMS_DIR, os.urandom(12).hex())
     try:
         os.close(os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
@@ -202,6 +213,12 @@ def exchange(
     first = None
     try:
         sock = _connect(sdir)
+        if peer_uid(sock) != os.geteuid():
+            # Not this user's service: it gets neither the environment nor the input.
+            sock.close()
+            sock = None
+            _withdraw(claim)
+            return None
         sock.sendall(request)
         lines = _Lines(sock)
         first = lines.next(WAIT_TAKEN)

@@ -63,5 +63,11 @@ def _set_environ(env: Mapping[str, str]) -> None:
     for name in [n for n in environ if n not in env]:
         del environ[name]
     for name, value in env.items():
-        if environ.get(name) != value:
+        # A name the environment cannot hold (empty, or with "=" or NUL: a caller's
+        # process may have one) is left out, as it would not reach a child either.
+        if environ.get(name) != value and _settable(name, value):
             environ[name] = value
+
+
+def _settable(name: str, value: str) -> bool:
+    return bool(name) and "=" not in name and "\0" not in name and "\0" not in value

@@ -75,11 +75,15 @@ def run(ctx: Ctx) -> int:
     """Start, stop, show or run the service."""
     import os
 
-    from ..errors import UsageError
+    from ..errors import StoreError, UsageError
     from ..integrations import _service
 
     action = ctx.args.action
     ws = ctx.workspace()
+    if action in ("start", "run"):
+        why = _service.check_folders(ws.store_path)
+        if why:
+            raise StoreError(f"the service will not run: {why}", path=ws.store_path)
     if action == "run":
         from ..integrations._service import FULL_EVERY, IDLE_FULL, QUIET_EXIT
         from ._served import run_call

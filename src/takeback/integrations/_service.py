@@ -41,7 +41,7 @@ from typing import Any
 
 from .. import ServicePaths, answer_here, ask_service
 from .. import _wire as wire
-from .._where import via_short_path
+from .._where import foreign_folder, peer_uid, via_short_path
 from ..store import hold_databases
 
 #: Runs one command line handed over by the relay: (argv, cwd, env, stdin) -> (exit
@@ -69,22 +69,36 @@ FAULTS_ENV = "TAKEBACK_SERVICE_FAULTS"
 SERVICE_ENV = "TAKEBACK_SERVICE"
 
 
-def _lock_held(paths: ServicePaths) -> int | None:
-    """Return the pid of the running service (its lock is held), else None."""
+def _lock_held(paths: ServicePaths) -> tuple[int, int] | None:
+    """Return the running service's pid and start time (its lock is held), else None.
+
+    The pid is 0 when the pid file does not say it (the service is still starting).
+    """
     try:
-        fd = os.open(paths.pid, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(paths.pid, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError:
         return None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
-            raw = os.read(fd, 64).strip()
-            return int(raw) if raw.isdigit() else 0
+            words = os.read(fd, 64).split()
+            if len(words) == 2 and words[0].isdigit() and words[1].isdigit():
+                return int(words[0]), int(words[1])
+            return 0, 0
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:
         os.close(fd)
+
+
+def _start_time(pid: int) -> int | None:
+    """Return when process ``pid`` started, in clock ticks since boot (None: no such one)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def log_path(store_path: str) -> str:
@@ -94,7 +108,18 @@ def log_path(store_path: str) -> str:
 
 def running_pid(store_path: str) -> int | None:
     """Return the pid of the workspace's running service, or None."""
-    return _lock_held(ServicePaths(store_path))
+    held = _lock_held(ServicePaths(store_path))
+    return None if held is None else held[0]
+
+
+def check_folders(store_path: str) -> str:
+    """Return why the service must not run for this store ('' when it may).
+
+    The store's folder and the service's must be this user's alone: a folder another
+    user made first (a store under /tmp) could hold links that a service of root's
+    would follow.
+    """
+    return foreign_folder(store_path) or foreign_folder(ServicePaths(store_path).dir)
 
 
 # -- starting and stopping -----------------------------------------------------------------
@@ -120,7 +145,7 @@ def start(
         when it did not answer within ``wait``.
     """
     pid = running_pid(store_path)
-    if pid is None:
+    if pid is None and not check_folders(store_path):
         _spawn(root, store_path, options)
     if wait <= 0:
         return pid
@@ -146,6 +171,8 @@ def ensure(root: str, store_path: str, env: Mapping[str, str]) -> bool:
             return False
     if not os.path.isdir(store_path) or running_pid(store_path) is not None:
         return False
+    if check_folders(store_path):
+        return False
     _spawn(root, store_path, ())
     return True
 
@@ -170,9 +197,14 @@ def _spawn(root: str, store_path: str, options: Sequence[str]) -> None:
             if os.fork() != 0:
                 os._exit(0)
             os.chdir("/")
+            os.umask(0o077)
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
+            # Nothing the caller had open goes along: a lock it held (``flock LOCK
+            # takeback ...``) or a pipe its reader waits to see closed would stay held
+            # for as long as the service runs.
+            os.closerange(3, os.sysconf("SC_OPEN_MAX"))
             os.execv(sys.executable, argv)
         finally:
             os._exit(1)
@@ -184,9 +216,10 @@ def stop(store_path: str, *, timeout: float = 3.0) -> int | None:
 
     It is asked first; one that does not answer (stopped, hung) is killed.
     """
-    pid = running_pid(store_path)
-    if pid is None:
+    held = _lock_held(ServicePaths(store_path))
+    if held is None:
         return None
+    pid, started = held
     ask_service(store_path, {"op": "stop"}, timeout=0.5)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -196,7 +229,9 @@ def stop(store_path: str, *, timeout: float = 3.0) -> int | None:
                 time.sleep(0.01)
             return pid
         time.sleep(0.02)
-    if pid > 0 and running_pid(store_path) == pid:
+    # Killed only when the pid names the process that wrote it (the same start time):
+    # a pid from another pid namespace, or one reused since, is someone else's.
+    if pid > 0 and _lock_held(ServicePaths(store_path)) == held and _start_time(pid) == started:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -265,6 +300,8 @@ class _Service:
         self.last_full = time.monotonic()
         self.questions = 0
         self.calls = 0
+        #: connections from another user's processes, refused
+        self.strangers = 0
         self.done = False
         #: a fault: the next call taken is not run, the service dies instead (tests only)
         self.die_in_call = False
@@ -352,6 +389,7 @@ class _Service:
             "events": st.events,
             "questions": self.questions,
             "calls": self.calls,
+            "strangers": self.strangers,
             "idle_s": round(time.monotonic() - self.last_call, 3),
             "quiet_exit_s": self.quiet,
             "rss_bytes": rss,
@@ -363,27 +401,42 @@ class _Service:
         except (BlockingIOError, InterruptedError):
             return
         with conn:
-            conn.settimeout(CLIENT_TIMEOUT)
-            data = bytearray()
             try:
-                while b"\n" not in data and len(data) < REQUEST_MAX:
-                    chunk = conn.recv(1 << 16)
-                    if not chunk:
-                        break
-                    data += chunk
-                line, _, rest = data.partition(b"\n")
-                size = wire.header(bytes(line), wire.CALL)
-                if size is not None:
-                    self.take_call(conn, size, rest)
-                    return
-                try:
-                    req = json.loads(data)
-                except ValueError:
-                    req = None
-                out = self.answer(req)
-                conn.sendall(json.dumps(out, separators=(",", ":")).encode() + b"\n")
+                uid = peer_uid(conn)
             except OSError:
                 return
+            if uid != os.geteuid():
+                self.strangers += 1
+                return  # not this user's: no answer, no call run
+            try:
+                self._serve(conn)
+            except (RecursionError, ValueError, TypeError) as e:
+                # A question no parser takes (JSON nested thousands deep, say): that
+                # caller gets no answer; the service goes on.
+                self.log(f"a question was not understood: {e!r}")
+
+    def _serve(self, conn: socket.socket) -> None:
+        conn.settimeout(CLIENT_TIMEOUT)
+        data = bytearray()
+        try:
+            while b"\n" not in data and len(data) < REQUEST_MAX:
+                chunk = conn.recv(1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+            line, _, rest = data.partition(b"\n")
+            size = wire.header(bytes(line), wire.CALL)
+            if size is not None:
+                self.take_call(conn, size, rest)
+                return
+            try:
+                req = json.loads(data)
+            except (ValueError, RecursionError):
+                req = None
+            out = self.answer(req)
+            conn.sendall(json.dumps(out, separators=(",", ":")).encode() + b"\n")
+        except OSError:
+            return
 
     def take_call(self, conn: socket.socket, size: int, got: bytearray) -> None:
         """Read the rest of a call frame; run the call if it is this service's to take."""
@@ -453,24 +506,32 @@ class _Service:
     def sweep_claims(self) -> None:
         """Remove claim files that callers who died before sending left behind."""
         try:
-            names = os.listdir(self.claims)
+            # Through a handle that did not follow a link: only the claims folder's own
+            # entries are ever removed.
+            dfd = os.open(self.claims, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             return
-        old = time.time() - CLAIM_MAX_AGE
-        for name in names:
-            path = os.path.join(self.claims, name)
-            try:
-                if os.lstat(path).st_mtime < old:
-                    os.unlink(path)
-            except OSError:
-                pass
+        try:
+            names = os.listdir(dfd)
+            old = time.time() - CLAIM_MAX_AGE
+            for name in names:
+                try:
+                    if os.lstat(name, dir_fd=dfd).st_mtime < old:
+                        os.unlink(name, dir_fd=dfd)
+                except OSError:
+                    pass
+        except OSError:
+            return
+        finally:
+            os.close(dfd)
 
     def log(self, text: str, e: BaseException | None = None) -> None:
         """Write a line (and a traceback) to the service's log."""
         try:
             import traceback
 
-            with open(self.paths.log, "a", encoding="utf-8") as f:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            with open(os.open(self.paths.log, flags, 0o600), "a", encoding="utf-8") as f:
                 f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}\n")
                 if e is not None:
                     f.write("".join(traceback.format_exception(e)))
@@ -531,11 +592,18 @@ def serve(
     it could not start (no store).
     """
     paths = ServicePaths(store_path)
-    if not os.path.isfile(os.path.join(store_path, "store.json")):
+    if not os.path.isfile(os.path.join(store_path, "store.json")) or check_folders(store_path):
         return 2
-    os.makedirs(paths.dir, mode=0o700, exist_ok=True)
-    os.chmod(paths.dir, 0o700)
-    lock = os.open(paths.pid, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.mkdir(paths.dir, 0o700)
+    except FileExistsError:
+        pass
+    if check_folders(store_path):
+        return 2  # made meanwhile by someone else
+    try:
+        lock = os.open(paths.pid, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return 2
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
@@ -560,7 +628,7 @@ def serve(
     release: Callable[[], None] | None = None
     try:
         os.ftruncate(lock, 0)
-        os.pwrite(lock, str(os.getpid()).encode(), 0)
+        os.pwrite(lock, b"%d %d" % (os.getpid(), _start_time(os.getpid()) or 0), 0)
         svc.watcher.start()
         try:
             os.unlink(paths.socket)

@@ -22,6 +22,7 @@ from .._where import (
     PID_NAME,
     SERVICE_DIR,
     SOCKET_NAME,
+    peer_uid,
     service_dir,
     via_short_path,
 )
@@ -186,6 +187,9 @@ def connect(store_path: str, timeout: float) -> socket.socket:
     except OSError as e:
         sock.close()
         raise ServiceError(f"the service cannot be reached: {e.strerror or e}") from e
+    if peer_uid(sock) != os.geteuid():
+        sock.close()
+        raise ServiceError("the service's socket belongs to another user")
     return sock
 
 

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .._fs import atomic_write
+from .._where import foreign_folder
 from ..errors import (
     RootMismatchError,
     StoreCorruptError,
@@ -222,6 +223,9 @@ class FolderStore:
         """
         if os.path.lexists(path) and not os.path.isdir(path):
             raise StoreError(f"not a store folder: {path} is not a folder", path=path)
+        foreign = foreign_folder(path)
+        if foreign:
+            raise StoreError(f"refusing the store folder: {foreign}", path=path)
         marker = os.path.join(path, _MARKER)
         if not os.path.lexists(marker):
             if not create:
