@@ -24,6 +24,7 @@ LAYERS = {
     "ops": 3,
     "workspace": 4,
     "_session": 4,
+    "_likeness": 4,
     "__init__": 4,
     "__main__": 7,
     "integrations": 5,

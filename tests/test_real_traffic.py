@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -346,3 +347,47 @@ def test_a_copy_does_not_adopt_the_history_of_a_folder_that_still_exists(
     copy.mkdir()
     proc = run_tb(copy, "adopt", str(store), store=store)
     assert proc.returncode == 2 and "still exists" in proc.stderr
+
+
+def test_a_new_folder_that_got_a_deleted_projects_inode_does_not_adopt_its_history(
+    tmp_path: Path,
+) -> None:
+    # An inode number is reused: after a project is deleted, a new folder nearby often
+    # gets it. Its device and inode are written into the store's marker here, as if the
+    # kernel had handed it the old project's.
+    proj = a_recorded_project(tmp_path)
+    found = list((tmp_path / "home").rglob("store.json"))
+    assert len(found) == 1
+    store = found[0].parent
+    shutil.rmtree(proj)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "mine.txt").write_text("a new project's own file\n")
+    info = json.loads((store / "store.json").read_text())
+    st = os.stat(fresh)
+    info.update(dev=st.st_dev, ino=st.st_ino)
+    (store / "store.json").write_text(json.dumps(info))
+    dry = run_tb(fresh, "adopt", "--dry-run")
+    assert dry.returncode == 2 and "does not look like" in dry.stderr
+    assert "0 of 1 files" in dry.stderr and "--force" in dry.stderr
+    refused = run_tb(fresh, "adopt")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert (store / "store.json").exists()  # nothing moved
+    assert json.loads((store / "store.json").read_text())["root"] == str(proj)
+    assert run_tb(fresh, "rewind", "--to", "start").returncode == 2  # no history here
+    assert (fresh / "mine.txt").read_text() == "a new project's own file\n"
+    forced = run_tb(fresh, "adopt", "--force", "--json")
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads(forced.stdout)["alike"] is False
+
+
+def test_adopt_dry_run_shows_what_it_would_attach_and_changes_nothing(tmp_path: Path) -> None:
+    proj = a_recorded_project(tmp_path)
+    moved = tmp_path / "renamed"
+    proj.rename(moved)
+    dry = run_tb(moved, "adopt", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "Would adopt" in dry.stdout and "1 of 1 files" in dry.stdout
+    assert run_tb(moved, "undo").returncode == 2  # still not adopted
+    assert run_tb(moved, "adopt").returncode == 0
+    assert run_tb(moved, "undo").returncode == 0

@@ -33,6 +33,7 @@ from .store import (
 )
 
 if TYPE_CHECKING:
+    from ._likeness import Likeness
     from .ops import DiffResult, FileDiff, Resolved
 
 DEFAULT_SESSION = "default"
@@ -236,6 +237,8 @@ class Workspace:
         self.options = Options(max_file_bytes=max_file_bytes, exclude_env=exclude_env)
         self._store: Store | None = None
         self._listeners: list[Callable[[Event], None]] = []
+        #: how much the folder looked like the recorded one at the last ``adopt``
+        self.last_likeness: Likeness | None = None
         #: how the last look at the files now (``status``, ``diff``) was scanned:
         #: ``mode`` ("service" or "full") and ``reason``; None before the first
         self.last_scan: dict[str, str] | None = None
@@ -283,21 +286,32 @@ class Workspace:
         """
         return find_moved_store(self.root, self._data_dir or default_data_dir())
 
-    def adopt(self, store: str | os.PathLike[str] | None = None) -> str:
+    def adopt(
+        self,
+        store: str | os.PathLike[str] | None = None,
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> str:
         """Make a moved workspace's history this folder's (nothing in the folder is written).
 
         The store's ``store.json`` is given this root; a default store (in the user's
         data folder) is renamed to this folder's default store, where commands look.
+        The folder must look like the recorded one (see ``_likeness.py``): a reused
+        inode number alone never attaches another project's history.
 
         Args:
             store: the store to adopt (default: the one :meth:`moved_store` finds).
+            force: adopt it even when this folder does not look like the recorded one.
+            dry_run: check and return where it would be, changing nothing.
 
         Returns:
-            Where the adopted store is now.
+            Where the adopted store is now (would be, with ``dry_run``).
 
         Raises:
             UsageError: no moved store found, its folder still exists (a copy, not a
-                move), or this folder has a store already.
+                move), this folder has a store already, or it does not look like the
+                recorded folder (without ``force``).
             StoreCorruptError: the store's marker is unreadable.
         """
         self.close()
@@ -332,6 +346,16 @@ class Workspace:
                 raise UsageError(
                     f"this folder has a store already ({target}); remove it to adopt {path}"
                 )
+        from ._likeness import likeness
+
+        self.last_likeness = like = likeness(path, old, self.root)
+        if not like.alike and not force:
+            raise UsageError(
+                f"{self.root} does not look like {old}, whose history {path} holds "
+                f"({like.describe()}); adopt it anyway with --force"
+            )
+        if dry_run:
+            return target
         # Renamed first: a failure between the two leaves a store at this folder's key
         # that names the old root, which the next command recognizes (and offers again).
         if target != path:
