@@ -235,6 +235,12 @@ EDGE_EXCEPTIONS = {
     ("cli._relay", "_where", "default_store_path"),
     ("cli._relay", "_where", "service_dir"),
     ("cli._relay", "_where", "via_short_path"),
+    # Whether the service's folder and socket are this user's alone, checked by the
+    # relay (without the library) and by the service the same way.
+    ("cli._relay", "_where", "foreign_folder"),
+    ("cli._relay", "_where", "peer_uid"),
+    ("integrations._service", "_where", "foreign_folder"),
+    ("integrations._service", "_where", "peer_uid"),
     # The one way to name a long Unix socket path, for the service's own socket.
     ("integrations._service", "_where", "via_short_path"),
     # The service keeps its store's databases open between the calls it runs, so that
