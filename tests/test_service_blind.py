@@ -274,3 +274,73 @@ def test_a_cache_from_before_links_were_marked_is_listed_again_once(tmp_path: Pa
             assert _exact(store) == "service"
     finally:
         store.close()
+
+
+# -- the service audits itself --------------------------------------------------------------
+
+
+def _status(store_dir: Path) -> dict[str, object]:
+    from takeback.integrations import _service
+
+    return _service.status(str(store_dir))
+
+
+def _wait_for_audits(store_dir: Path, n: int) -> dict[str, object]:
+    deadline = time.monotonic() + 30
+    doc = _status(store_dir)
+    while int(doc.get("audits", 0)) < n and time.monotonic() < deadline:  # type: ignore[call-overload]
+        time.sleep(0.1)
+        doc = _status(store_dir)
+    return doc
+
+
+def test_an_audit_agrees_when_the_service_saw_everything(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _seed(root)
+    store = FolderStore.open(str(tmp_path / "store"), str(root), create=True)
+    options = ["--audit-after", "0.2", "--audit-every", "0.3"]
+    try:
+        with running_service(root, tmp_path / "store", options):
+            scan(store, Options())
+            (root / "b" / "new").write_bytes(b"seen\n")
+            scan(store, Options())
+            doc = _wait_for_audits(tmp_path / "store", 2)
+            assert int(doc["audits"]) >= 2 and doc["divergences"] == 0  # type: ignore[call-overload]
+            assert doc["degraded"] is None
+            assert _exact(store) == "service"
+    finally:
+        store.close()
+
+
+def test_a_planted_divergence_is_caught_logged_and_turns_the_fast_path_off(
+    tmp_path: Path,
+) -> None:
+    from takeback import ServicePaths, ask_service
+
+    root = tmp_path / "ws"
+    _seed(root)
+    store_dir = tmp_path / "store"
+    store = FolderStore.open(str(store_dir), str(root), create=True)
+    options = ["--audit-after", "0.2", "--audit-every", "0.3"]
+    try:
+        with running_service(root, store_dir, options, faults=True):
+            scan(store, Options())
+            assert scan(store, Options()).mode == "service"
+            # The watch of c/deep is dropped without a trace: the service goes blind there.
+            ask_service(str(store_dir), {"op": "fault", "kind": "blind", "folder": "c/deep"})
+            (root / "c" / "deep" / "f0").write_bytes(b"unseen by the service\n")
+            deadline = time.monotonic() + 30
+            doc = _status(store_dir)
+            while doc.get("divergences") == 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+                doc = _status(store_dir)
+            assert doc["divergences"] == 1
+            assert "c/deep" in str(doc["last_audit"])
+            assert "audit" in str(doc["degraded"])
+            log = Path(ServicePaths(str(store_dir)).log).read_text()
+            assert "differed from a full scan" in log and "c/deep" in log
+            got = scan(store, Options())
+            assert got.mode == "full" and "audit" in got.reason
+            assert got.tree == full_scan(store).tree
+    finally:
+        store.close()

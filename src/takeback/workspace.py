@@ -467,6 +467,15 @@ class Workspace:
         )
         return info
 
+    def audit(self, ask: Callable[[Any], tuple[list[str] | None, bool]]) -> ops.AuditResult:
+        """Compare what the watching service would vouch for with a full scan (no writes).
+
+        Args:
+            ask: answers, for a mark, the folders changed since it (None: it cannot
+                vouch) and whether git's index changed: the service's own watcher.
+        """
+        return ops.audit(self.open_store(), ask)
+
     def session(self, name: str | None = None) -> Session:
         """Return a session (its baseline is taken on first use).
 

@@ -51,6 +51,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a snapshot after this many idle seconds scans in full (default 300)",
     )
     p.add_argument(
+        "--audit-after",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help="audit itself against a full scan after this many idle seconds (default 60)",
+    )
+    p.add_argument(
+        "--audit-every",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help="audit itself at most this often, in seconds (default 600)",
+    )
+    p.add_argument(
         "--full-every",
         type=_seconds,
         default=None,
@@ -65,6 +79,8 @@ def _options(ctx: Ctx) -> list[str]:
         ("--quiet-exit", ctx.args.quiet_exit),
         ("--idle-full", ctx.args.idle_full),
         ("--full-every", ctx.args.full_every),
+        ("--audit-after", ctx.args.audit_after),
+        ("--audit-every", ctx.args.audit_every),
     ):
         if value is not None:
             out += [flag, repr(value)]
@@ -85,7 +101,13 @@ def run(ctx: Ctx) -> int:
         if why:
             raise StoreError(f"the service will not run: {why}", path=ws.store_path)
     if action == "run":
-        from ..integrations._service import FULL_EVERY, IDLE_FULL, QUIET_EXIT
+        from ..integrations._service import (
+            AUDIT_AFTER,
+            AUDIT_EVERY,
+            FULL_EVERY,
+            IDLE_FULL,
+            QUIET_EXIT,
+        )
         from ._served import run_call
 
         return _service.serve(
@@ -96,6 +118,8 @@ def run(ctx: Ctx) -> int:
             full_every=ctx.args.full_every or FULL_EVERY,
             faults=bool(os.environ.get(_service.FAULTS_ENV)),
             runner=run_call,
+            audit_after=ctx.args.audit_after or AUDIT_AFTER,
+            audit_every=ctx.args.audit_every or AUDIT_EVERY,
         )
     if action == "start":
         ws.open_store(create=True)
@@ -145,4 +169,8 @@ def run(ctx: Ctx) -> int:
         )
         if doc.get("degraded"):
             ctx.out(f"snapshots scan in full: {doc['degraded']}")
+        if doc.get("audits") or doc.get("divergences"):
+            ctx.out(
+                f"audits against a full scan: {doc['audits']}, divergences: {doc['divergences']}"
+            )
     return 0

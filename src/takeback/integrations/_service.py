@@ -67,6 +67,10 @@ CLIENT_TIMEOUT = 1.0
 FAULTS_ENV = "TAKEBACK_SERVICE_FAULTS"
 #: ``0`` (or ``off``): hooks and ``watch`` do not start the service on demand.
 SERVICE_ENV = "TAKEBACK_SERVICE"
+#: Seconds without a question before the service audits itself (a full scan compared
+#: with what it would vouch for), and at most how often it does.
+AUDIT_AFTER = 60.0
+AUDIT_EVERY = 10 * 60.0
 
 
 def _lock_held(paths: ServicePaths) -> tuple[int, int] | None:
@@ -280,8 +284,17 @@ class _Service:
         full_every: float,
         faults: bool,
         runner: Runner | None = None,
+        audit_after: float = AUDIT_AFTER,
+        audit_every: float = AUDIT_EVERY,
     ) -> None:
         self.root = root
+        self.audit_after = audit_after
+        self.audit_every = audit_every
+        self.audits = 0
+        self.divergences = 0
+        #: what the last audit that compared anything found ('' before one)
+        self.last_audit = ""
+        self.audited_at = time.monotonic()
         self.runner = runner
         self.store = store_path
         self.paths = ServicePaths(store_path)
@@ -336,6 +349,8 @@ class _Service:
                 self.watcher.degraded = (
                     "the inotify watch limit was reached (fs.inotify.max_user_watches)"
                 )
+            elif kind == "blind":
+                self.watcher.blind(str(req.get("folder") or ""))
             return {"fault": kind}
         return {"error": f"unknown request {op!r}"}
 
@@ -390,6 +405,9 @@ class _Service:
             "questions": self.questions,
             "calls": self.calls,
             "strangers": self.strangers,
+            "audits": self.audits,
+            "divergences": self.divergences,
+            "last_audit": self.last_audit,
             "idle_s": round(time.monotonic() - self.last_call, 3),
             "quiet_exit_s": self.quiet,
             "rss_bytes": rss,
@@ -538,6 +556,56 @@ class _Service:
         except OSError:
             pass
 
+    def audit_in(self) -> float:
+        """Seconds until an audit is due (0: now)."""
+        now = time.monotonic()
+        return max(
+            0.0,
+            self.last_call + self.audit_after - now,
+            self.audited_at + self.audit_every - now,
+        )
+
+    def audit(self) -> None:
+        """Compare a full scan with what this service would vouch for; act on a difference.
+
+        A difference turns the fast path off for good (every answer says "full scan"),
+        and is written to the log with the folders that differed. An audit during
+        which the workspace changed decides nothing and is not counted.
+        """
+        self.audited_at = time.monotonic()
+        if self.watcher.degraded is not None:
+            return
+        from .. import Workspace
+
+        before = [0]
+
+        def ask(mark: Any) -> tuple[list[str] | None, bool]:
+            token = mark.gen if mark is not None and mark.service == self.id else None
+            got = self.watcher.mark(token)
+            before[0] = self.watcher.events
+            return got.dirs, got.index
+
+        try:
+            with Workspace(self.root, store=self.store) as ws:
+                found = ws.audit(ask)
+        except Exception as e:  # noqa: BLE001 - an audit that fails decides nothing
+            self.log(f"an audit failed: {e!r}")
+            return
+        self.watcher.drain()
+        if found.agreed is None or self.watcher.events != before[0]:
+            return  # nothing compared, or the workspace changed meanwhile
+        self.audits += 1
+        if found.agreed:
+            self.last_audit = "agreed with a full scan"
+            return
+        self.divergences += 1
+        self.last_audit = found.why
+        self.watcher.degraded = (
+            "an audit found the service's view differed from a full scan; "
+            "every snapshot scans in full (see the service's log)"
+        )
+        self.log(f"audit: the service's view differed from a full scan: {found.why}")
+
     def gone(self, lock: int) -> bool:
         """Whether the workspace or the store went away, or the store was made anew.
 
@@ -582,6 +650,8 @@ def serve(
     full_every: float = FULL_EVERY,
     faults: bool = False,
     runner: Runner | None = None,
+    audit_after: float = AUDIT_AFTER,
+    audit_every: float = AUDIT_EVERY,
 ) -> int:
     """Run the service in this process until it is done; return an exit status.
 
@@ -623,6 +693,8 @@ def serve(
         full_every=full_every,
         faults=faults,
         runner=runner,
+        audit_after=audit_after,
+        audit_every=audit_every,
     )
     listener: socket.socket | None = None
     release: Callable[[], None] | None = None
@@ -648,7 +720,8 @@ def serve(
                 break
             ino = svc.watcher.fileno()  # a new one after the watches are made anew
             try:
-                ready, _, _ = select.select([ino, lfd], [], [], min(left, 5.0))
+                wait = min(left, 5.0, max(svc.audit_in(), 0.05))
+                ready, _, _ = select.select([ino, lfd], [], [], wait)
             except InterruptedError:
                 continue
             if ino in ready:
@@ -660,6 +733,8 @@ def serve(
                     break
                 svc.watcher.check()
                 svc.sweep_claims()
+                if svc.audit_in() <= 0:
+                    svc.audit()
         return 0
     except _Stop:
         return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._audit import AuditResult, audit
     from ._copy import CopyResult, copy_history, verify_objects
     from ._diff import DiffResult, FileDiff, diff, read_entry, turn_diff
     from ._fsck import DuResult, FsckResult, SessionUsage, du, fsck
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
 
 #: public name -> the submodule that holds it
 _WHERE = {
+    "AuditResult": "_audit",
+    "audit": "_audit",
     "DuResult": "_fsck",
     "FsckResult": "_fsck",
     "SessionUsage": "_fsck",
@@ -139,6 +142,8 @@ __all__ = [
     "CopyResult",
     "copy_history",
     "verify_objects",
+    "AuditResult",
+    "audit",
     "DEFAULT_MAX_FILE_BYTES",
     "DiffResult",
     "FileDiff",

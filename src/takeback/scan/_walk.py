@@ -417,6 +417,11 @@ class Scanner:
         #: in folders it did not list, so its result cannot be vouched for (see ``scan``)
         self.links_changed = False
 
+    @property
+    def folders(self) -> dict[str, _Fast]:
+        """After a scan: every folder's cache record (its tree id among them)."""
+        return self._new
+
     # -- entry point -----------------------------------------------------------------
 
     def scan(self, *, hint: Iterable[str] | None = None, recheck_index: bool = False) -> ScanResult:

@@ -410,6 +410,16 @@ class Watcher:
         self._watch_git()
         self._watch_tree("")
 
+    def blind(self, rel: str) -> None:
+        """Drop a folder's watch without a trace: a fault that audits must catch (tests)."""
+        wd = self._path_wd.pop(rel, None)
+        if wd is not None:
+            self._wd_path.pop(wd, None)
+            try:
+                self.ino.rm_watch(wd)
+            except OSError:
+                pass
+
     def check(self) -> None:
         """Look for what no event reports; make the watches anew when one is found.
 
