@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     )
     from .model import Change, Entry, Plan, PlanItem, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
     from .ops import (
+        BisectPoint,
+        BisectResult,
+        BisectRun,
         CopyResult,
         DiffResult,
         DuResult,
@@ -55,6 +58,9 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
+    "BisectPoint": "ops",
+    "BisectResult": "ops",
+    "BisectRun": "ops",
     "Change": "model",
     "ConflictError": "errors",
     "CopyResult": "ops",
@@ -100,6 +106,9 @@ _WHERE = {
 }
 
 __all__ = [
+    "BisectPoint",
+    "BisectResult",
+    "BisectRun",
     "Change",
     "ConflictError",
     "CopyResult",

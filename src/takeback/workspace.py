@@ -476,6 +476,51 @@ class Workspace:
         """
         return ops.audit(self.open_store(), ask)
 
+    def bisect(
+        self,
+        command: Sequence[str],
+        *,
+        good: str = "start",
+        bad: str | None = None,
+        by: str = "turn",
+        session: str | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str = "",
+        on_run: Callable[[ops.BisectRun], None] | None = None,
+    ) -> ops.BisectResult:
+        """Find the first turn (or step) after which ``command`` fails (see ``ops._bisect``).
+
+        The command runs in scratch copies outside the workspace; neither the workspace
+        nor its history is written.
+
+        Args:
+            command: the command line (exit 0 good, 125 skip, any other bad).
+            good: a ref it passes at (default: the session's baseline).
+            bad: a ref it fails at (default: the workspace now).
+            by: ``turn`` or ``step``.
+            session: whose turns (default: as take-backs choose).
+            env: the command's environment (None: this process's).
+            cwd: the folder below the root to run it in.
+            on_run: called after each run.
+
+        Raises:
+            RefError: a bad ref. UsageError: no command, or good not before bad.
+        """
+        if by not in ("turn", "step"):
+            raise UsageError(f"--by takes turn or step, not {by!r}")
+        name = self.session(session).name
+        return ops.bisect(
+            self.recording(),
+            name,
+            command,
+            good=good,
+            bad=bad,
+            by="turn" if by == "turn" else "step",
+            env=env,
+            cwd=cwd,
+            on_run=on_run,
+        )
+
     def session(self, name: str | None = None) -> Session:
         """Return a session (its baseline is taken on first use).
 

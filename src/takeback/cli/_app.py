@@ -30,6 +30,7 @@ COMMANDS = {
     "redo": "redo_cmd",
     "revert": "revert_cmd",
     "unrevert": "unrevert_cmd",
+    "bisect": "bisect_cmd",
     "turn": "turn_cmd",
     "touch": "touch_cmd",
     "adopt": "adopt_cmd",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._audit import AuditResult, audit
+    from ._bisect import BisectPoint, BisectResult, BisectRun, bisect, materialize
     from ._copy import CopyResult, copy_history, verify_objects
     from ._diff import DiffResult, FileDiff, diff, read_entry, turn_diff
     from ._fsck import DuResult, FsckResult, SessionUsage, du, fsck
@@ -62,6 +63,11 @@ if TYPE_CHECKING:
 _WHERE = {
     "AuditResult": "_audit",
     "audit": "_audit",
+    "BisectPoint": "_bisect",
+    "BisectResult": "_bisect",
+    "BisectRun": "_bisect",
+    "bisect": "_bisect",
+    "materialize": "_bisect",
     "DuResult": "_fsck",
     "FsckResult": "_fsck",
     "SessionUsage": "_fsck",
@@ -144,6 +150,11 @@ __all__ = [
     "verify_objects",
     "AuditResult",
     "audit",
+    "BisectPoint",
+    "BisectResult",
+    "BisectRun",
+    "bisect",
+    "materialize",
     "DEFAULT_MAX_FILE_BYTES",
     "DiffResult",
     "FileDiff",
