@@ -360,6 +360,17 @@ class Session:
         n = self.ended_turn(turn).n
         return ops.turn_diff(self.workspace.open_store(), self.name, n, paths=paths)
 
+    def hunks(self, turn: int | None = None) -> list[ops.Hunk]:
+        """Return a turn's changes hunk by hunk (default: the last ended turn).
+
+        Each hunk's id is ``PATH#K``, K from 1 in file order, stable for the turn.
+
+        Raises:
+            UsageError: there is no such turn.
+        """
+        n = self.ended_turn(turn).n
+        return ops.turn_hunks(self.workspace.open_store(), self.name, n)
+
     def changes(self, turn: int | None = None) -> list[Change]:
         """Return the change list of a turn (default: the last ended one).
 
@@ -379,8 +390,9 @@ class Session:
         end_open: bool = True,
         merge: ops.MergeOption = False,
         dry_run: bool = False,
+        hunks: Sequence[str] = (),
     ) -> ops.TurnOpResult:
-        """Take back the last turn (or ``turn``, or one ``file`` of it).
+        """Take back the last turn (or ``turn``, or one ``file`` of it, or some ``hunks``).
 
         A turn still open is ended first, and is then the last turn (a dry run ends
         nothing: it plans the take-back of the last turn that ended).
@@ -403,6 +415,10 @@ class Session:
                 (``conflicts``, with ``why`` naming each, merge regions included; a dry
                 run returns them instead of raising) and ``preview``, the diff each merge
                 would write.
+            hunks: take back only these hunks (``PATH#K``, see :meth:`hunks`) of
+                ``turn`` (default: the last turn ended), by three-way merge: every
+                other line stays as it is now; a hunk whose lines changed since is a
+                conflict (``merge="markers"`` writes markers instead).
 
         Returns:
             What was restored, and the snapshot taken before (``pre``); ``nothing`` when
@@ -417,6 +433,21 @@ class Session:
         # A restore names the place as written: a folder on the way that is a link now
         # is for the engine to refuse, not a reason to look elsewhere.
         rel = ws.rel(file, follow=False) if file is not None else None
+        if hunks:
+            if file is not None or force:
+                raise UsageError("hunks are taken back by merge: not with a file or force")
+            return self._take_back(
+                lambda rec: ops.undo_hunks(
+                    rec,
+                    self.name,
+                    turn if turn is not None else self.ended_turn(None).n,
+                    list(hunks),
+                    merge="markers" if merge == "markers" else True,
+                    dry_run=dry_run,
+                ),
+                end_open=end_open,
+                dry_run=dry_run,
+            )
         return self._take_back(
             lambda rec: ops.undo(
                 rec, self.name, turn=turn, file=rel, force=force, merge=merge, dry_run=dry_run

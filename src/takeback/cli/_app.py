@@ -288,6 +288,10 @@ def recovery_commands(root: str, journal: dict[str, Any]) -> tuple[str | None, s
     elif op == "undo" and turns:
         extra = ["--file", os.path.join(root, str(journal["file"]))] if journal.get("file") else []
         finish = cmd(*where, "undo", "--turn", turns[0], *extra, *how)
+    elif op == "undo-hunks" and turns:
+        hunks = [h for h in data.get("hunks") or () if isinstance(h, str)]
+        chosen = [w for h in hunks for w in ("--hunk", h)]
+        finish = cmd(*where, "undo", "--turn", turns[0], *chosen, *(how or ["--merge"]))
     elif op in ("redo", "unrevert"):
         finish = cmd(*where, op, *how)
     elif op == "revert" and "to_turn" in data:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         read_policy,
         write_policy,
     )
+    from ._hunks import Hunk, turn_hunks, undo_hunks
     from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
     from ._refs import Resolved, resolve
     from ._rewind import RewindOutcome, rewind
@@ -63,6 +64,9 @@ if TYPE_CHECKING:
 _WHERE = {
     "AuditResult": "_audit",
     "audit": "_audit",
+    "Hunk": "_hunks",
+    "turn_hunks": "_hunks",
+    "undo_hunks": "_hunks",
     "BisectPoint": "_bisect",
     "BisectResult": "_bisect",
     "BisectRun": "_bisect",
@@ -150,6 +154,9 @@ __all__ = [
     "verify_objects",
     "AuditResult",
     "audit",
+    "Hunk",
+    "turn_hunks",
+    "undo_hunks",
     "BisectPoint",
     "BisectResult",
     "BisectRun",

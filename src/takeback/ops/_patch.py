@@ -437,10 +437,24 @@ def _blocks(runs: list[_Run], n: int, m: int) -> list[tuple[int, int, int, int]]
     return blocks
 
 
-def _hunks(text: TextDiff) -> Iterator[bytes]:
-    # Changes less than two contexts apart share a hunk, as in git; each hunk has up to
-    # three lines of context on each side.
-    a, b, blocks = text.old, text.new, text.blocks
+class HunkSpan(NamedTuple):
+    """One hunk of a patch: its lines with context (old [i1, i2), new [j1, j2)), its blocks."""
+
+    i1: int
+    i2: int
+    j1: int
+    j2: int
+    blocks: list[tuple[int, int, int, int]]
+
+
+def hunk_spans(text: TextDiff) -> list[HunkSpan]:
+    """The hunks of a line diff, as the patch shows them.
+
+    Changes less than two contexts apart share a hunk, as in git; each hunk has up to
+    three lines of context on each side.
+    """
+    a, blocks = text.old, text.blocks
+    out: list[HunkSpan] = []
     start = 0
     while start < len(blocks):
         end = start + 1
@@ -452,19 +466,36 @@ def _hunks(text: TextDiff) -> Iterator[bytes]:
         j1 = first[2] - (first[0] - i1)
         i2 = min(len(a), last[1] + _CONTEXT)
         j2 = last[3] + (i2 - last[1])
-        yield b"@@ -%s +%s @@\n" % (_range(i1, i2), _range(j1, j2))
-        at = i1
-        for b_i1, b_i2, b_j1, b_j2 in group:
-            for line in a[at:b_i1]:
-                yield from _line(b" ", line)
-            for line in a[b_i1:b_i2]:
-                yield from _line(b"-", line)
-            for line in b[b_j1:b_j2]:
-                yield from _line(b"+", line)
-            at = b_i2
-        for line in a[at:i2]:
-            yield from _line(b" ", line)
+        out.append(HunkSpan(i1, i2, j1, j2, group))
         start = end
+    return out
+
+
+def hunk_header(span: HunkSpan) -> bytes:
+    """The ``@@ -a,b +c,d @@`` line of a hunk."""
+    return b"@@ -%s +%s @@\n" % (_range(span.i1, span.i2), _range(span.j1, span.j2))
+
+
+def hunk_lines(text: TextDiff, span: HunkSpan) -> Iterator[bytes]:
+    """A hunk's lines of patch, its header first."""
+    a, b = text.old, text.new
+    yield hunk_header(span)
+    at = span.i1
+    for b_i1, b_i2, b_j1, b_j2 in span.blocks:
+        for line in a[at:b_i1]:
+            yield from _line(b" ", line)
+        for line in a[b_i1:b_i2]:
+            yield from _line(b"-", line)
+        for line in b[b_j1:b_j2]:
+            yield from _line(b"+", line)
+        at = b_i2
+    for line in a[at : span.i2]:
+        yield from _line(b" ", line)
+
+
+def _hunks(text: TextDiff) -> Iterator[bytes]:
+    for span in hunk_spans(text):
+        yield from hunk_lines(text, span)
 
 
 def _range(start: int, end: int) -> bytes:

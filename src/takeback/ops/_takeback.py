@@ -137,7 +137,7 @@ class TurnOpResult:
             return f"{would} back as before {self.ref}{in_}. {count}"
         done = _DONE.get(self.kind, self.kind.capitalize())
         if self.dry_run:
-            done = f"Would {self.kind}"
+            done = "Would take back hunks of" if self.kind == "undo-hunks" else f"Would {self.kind}"
         if not self.turns:
             return f"{done}{in_}. {count}"
         word = "turn" if len(self.turns) == 1 else "turns"
@@ -166,7 +166,13 @@ class TurnOpResult:
         }
 
 
-_DONE = {"undo": "Undid", "redo": "Redid", "revert": "Reverted", "unrevert": "Unreverted"}
+_DONE = {
+    "undo": "Undid",
+    "undo-hunks": "Took back hunks of",
+    "redo": "Redid",
+    "revert": "Reverted",
+    "unrevert": "Unreverted",
+}
 
 #: (path, state the record says is there now, state to write)
 _Pair = tuple[str, Entry | None, Entry | None]
@@ -345,10 +351,12 @@ def _run(
     writes = {m.path: m.write for m in moves}
     wrote = {p: encode_state(writes[p]) for p in paths if p in writes}
     kept: dict[str, Any] = {**data, "paths": sorted(set(paths)), "wrote": wrote}
-    if merged_paths:
+    merged_all = set(merged_paths) | {p for p in data.get("merged") or () if isinstance(p, str)}
+    if merged_all:
         # What it wrote there is a merge, not the record's state: the way back (redo,
-        # unrevert) expects the merge and gives back the file as it was before.
-        kept["merged"] = [p for p in merged_paths if p in wrote]
+        # unrevert) expects the merge and gives back the file as it was before. (An op
+        # may say so of paths it wrote without a conflict: hunks taken back.)
+        kept["merged"] = sorted(p for p in merged_all if p in wrote)
     with store.meta.tx():
         op_id = store.meta.add_op(
             session,
