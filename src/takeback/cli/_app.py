@@ -53,7 +53,8 @@ class ArgError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # noqa: D102 - argparse's hook
-        raise ArgError(f"{self.prog}: error: {message}")
+        # One prefix for every error, whichever command's parser found it.
+        raise ArgError(f"takeback: error: {message}")
 
 
 #: the largest number SQLite stores: a step, a turn or a count beyond it is refused
@@ -73,6 +74,23 @@ def number(text: str) -> int:
     if abs(n) > _MAX_NUMBER:
         raise argparse.ArgumentTypeError(f"{text} is too large")
     return n
+
+
+def days(text: str) -> float:
+    """Parse a number of days (argparse ``type``): finite and not negative.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, infinite, NaN or negative.
+    """
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of days: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"not a finite number of days, 0 or more: {text!r}")
+    return value
 
 
 def common_options() -> _Parser:
@@ -140,6 +158,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _is_text(name: str) -> bool:
+    """Whether a name from argv or the environment is valid UTF-8 (no escaped bytes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class Ctx:
     """What a command needs from the process: options, environment, folder, output."""
 
@@ -165,6 +192,11 @@ class Ctx:
         self._session: str | None = (
             getattr(args, "session", None) or os.environ.get("TAKEBACK_SESSION") or None
         )
+        if self._session is not None and not _is_text(self._session):
+            raise UsageError(
+                "a session name must be text (UTF-8): "
+                f"{self._session.encode('utf-8', 'surrogateescape')!r} is not"
+            )
         self.max_file_bytes: int | None = getattr(args, "max_file_bytes", None)
         from ..integrations._data_dir import user_data_dir
 
@@ -210,8 +242,8 @@ class Ctx:
             print(text)
 
     def emit_json(self, doc: dict[str, Any]) -> None:
-        """Print the one JSON document of a --json run."""
-        print(json.dumps({"schema": SCHEMA, **doc}, indent=2, sort_keys=True))
+        """Print the one JSON document of a --json run (strict JSON: no NaN or Infinity)."""
+        print(json.dumps({"schema": SCHEMA, **doc}, indent=2, sort_keys=True, allow_nan=False))
 
     def warn(self, text: str) -> None:
         """Print a warning to stderr."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._app import number
+from ._app import days, number
 from ._render import when
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--keep-turns", type=number, default=None, help="keep the newest N turns of each session"
     )
     p.add_argument(
-        "--keep-days", type=float, default=None, help="keep everything from the last N days"
+        "--keep-days", type=days, default=None, help="keep everything from the last N days"
     )
     p.add_argument(
         "--auto-gc", choices=["on", "off"], default=None, help="run gc by itself once a day"

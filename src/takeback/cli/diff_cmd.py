@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ._render import quote_path, write_bytes
 
 if TYPE_CHECKING:
+    from .. import FileDiff
     from ._app import Ctx
 
 HELP = "show a unified diff that git apply accepts"
@@ -59,9 +61,21 @@ def run(ctx: Ctx) -> int:
             # "~": an upper bound, the shortest edit was too costly to find
             approx = " ~" if f.approximate else ""
             ctx.out(f" {name:<{width}} | +{f.added} -{f.removed}{approx}")
-        ta = sum(f.added for f in result.files)
-        tr = sum(f.removed for f in result.files)
-        ctx.out(f" {len(result.files)} files changed, {ta} insertions(+), {tr} deletions(-)")
+        if result.files:  # as git: nothing at all when nothing changed
+            ctx.out(stat_summary(result.files))
     else:
         write_bytes(result.patch)
     return 0
+
+
+def stat_summary(files: Sequence[FileDiff]) -> str:
+    """The last line of ``--stat``, as git writes it (`` 2 files changed, 1 deletion(-)``)."""
+    n = len(files)
+    added = sum(f.added for f in files)
+    removed = sum(f.removed for f in files)
+    parts = [f" {n} file{'s' if n != 1 else ''} changed"]
+    if added:
+        parts.append(f"{added} insertion{'s' if added != 1 else ''}(+)")
+    if removed:
+        parts.append(f"{removed} deletion{'s' if removed != 1 else ''}(-)")
+    return ", ".join(parts)

@@ -12,7 +12,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from ._app import number
+from ._app import days, number
 from ._render import size
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--keep-turns", type=number, default=None, help="keep the newest N turns of each session"
     )
     p.add_argument(
-        "--keep-days", type=float, default=None, help="keep everything from the last N days"
+        "--keep-days", type=days, default=None, help="keep everything from the last N days"
     )
     p.add_argument("--auto", action="store_true", help=argparse.SUPPRESS)
 

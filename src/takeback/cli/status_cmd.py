@@ -24,7 +24,10 @@ def run(ctx: Ctx) -> int:
     if ctx.json:
         ctx.emit_json(
             {
-                "changes": [{"path": f.path, "status": f.status} for f in files],
+                "changes": [
+                    {"path": f.path, "status": f.status, "added": f.added, "removed": f.removed}
+                    for f in files
+                ],
                 "scan": ws.last_scan,
             }
         )

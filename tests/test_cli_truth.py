@@ -1,0 +1,71 @@
+"""Output that tells the truth: small untruths a new user met, each through the real command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import CLI, SRC
+
+
+def test_diff_stat_speaks_as_git_does(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / "a.txt").write_text("one\n")
+    tb("snapshot")
+    assert tb("diff", "--stat").stdout == ""  # nothing changed: nothing printed, as git
+    (ws_dir / "a.txt").write_text("two\n")
+    last = tb("diff", "--stat").stdout.splitlines()[-1]
+    assert last == " 1 file changed, 1 insertion(+), 1 deletion(-)"
+    (ws_dir / "b.txt").write_text("x\ny\n")
+    last = tb("diff", "--stat").stdout.splitlines()[-1]
+    assert last == " 2 files changed, 3 insertions(+), 1 deletion(-)"
+
+
+def test_keep_days_must_be_a_finite_number(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / "a.txt").write_text("one\n")
+    tb("snapshot")
+    for bad in ("inf", "nan", "-1", "soon"):
+        got = tb("config", "--keep-days", bad, check=2)
+        assert got.stderr.startswith("takeback: error:") and got.stderr.count("\n") == 1
+    tb("config", "--keep-days", "7.5")
+    doc = json.loads(tb("config", "--json").stdout)  # strict JSON
+    assert doc["keep_days"] == 7.5
+
+
+def test_a_session_name_that_is_not_text_is_one_line(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / "a.txt").write_text("one\n")
+    tb("snapshot")
+    env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC)
+    for args in (["log"], ["snapshot"], ["turn", "begin"], ["undo"]):
+        got = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "takeback",
+                *args,
+                "--session",
+                b"\xff\xfe".decode("utf-8", "surrogateescape"),
+            ],
+            cwd=ws_dir,
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
+        assert got.returncode == 2, got.stderr
+        assert got.stderr.count(b"\n") == 1 and b"must be text" in got.stderr
+
+
+def test_status_json_has_the_line_counts(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / "a.txt").write_text("one\n")
+    tb("snapshot")
+    (ws_dir / "a.txt").write_text("one\ntwo\nthree\n")
+    doc = json.loads(tb("status", "--json").stdout)
+    assert doc["changes"] == [{"path": "a.txt", "status": "M", "added": 2, "removed": 0}]
+
+
+def test_every_error_starts_the_same_way(tb: CLI) -> None:
+    for args in (("config", "--bogus"), ("bogus",), ("undo", "--turn", "x"), ("rewind",)):
+        got = tb(*args, check=2)
+        assert got.stderr.startswith("takeback: error: "), got.stderr
