@@ -69,3 +69,48 @@ def test_every_error_starts_the_same_way(tb: CLI) -> None:
     for args in (("config", "--bogus"), ("bogus",), ("undo", "--turn", "x"), ("rewind",)):
         got = tb(*args, check=2)
         assert got.stderr.startswith("takeback: error: "), got.stderr
+
+
+def test_run_says_what_it_recorded_and_its_json_can_be_piped(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / "a.txt").write_text("one\n")
+    made = tb("run", "--", sys.executable, "-c", "print('hi'); open('b.txt', 'w').write('b')")
+    assert made.stdout == "hi\n"
+    assert made.stderr.endswith(
+        "takeback: turn 1 of session 'default': 1 file changed (takeback undo takes it back)\n"
+    )
+    got = tb("run", "--json", "--", sys.executable, "-c", "print('to stderr'); open('c', 'w')")
+    doc = json.loads(got.stdout)  # exactly one document
+    assert doc["session"] == "default" and doc["turn"] == 2 and doc["exit_code"] == 0
+    assert [c["path"] for c in doc["changes"]] == ["c"]
+    assert "to stderr" in got.stderr
+    quiet = tb("run", "--", "true")
+    assert "turn 3 of session 'default': no file changed" in quiet.stderr
+
+
+def test_a_persons_run_never_joins_an_agents_conversation(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / "a.txt").write_text("one\n")
+    hook = {"session_id": "claude-1", "cwd": str(ws_dir)}
+
+    def call(**p: object) -> None:
+        tb("hook", "claude-code", input=json.dumps({**hook, **p}).encode())
+
+    call(hook_event_name="UserPromptSubmit", prompt="edit a")
+    call(
+        hook_event_name="PreToolUse",
+        tool_name="Write",
+        tool_use_id="w1",
+        tool_input={"file_path": str(ws_dir / "a.txt")},
+    )
+    (ws_dir / "a.txt").write_text("the agent's\n")
+    call(
+        hook_event_name="PostToolUse",
+        tool_name="Write",
+        tool_use_id="w1",
+        tool_input={"file_path": str(ws_dir / "a.txt")},
+    )
+    call(hook_event_name="Stop")
+    mine = tb("run", "--", sys.executable, "-c", "open('mine.txt', 'w').write('mine')")
+    assert "of session 'default'" in mine.stderr
+    log = json.loads(tb("log", "--all", "--json").stdout)
+    assert {e["session"] for e in log if e["kind"] in ("step", "step-after")} == {"default"}
+    assert json.loads(tb("changes", "--session", "claude-1", "--json").stdout)["turn"] == 1

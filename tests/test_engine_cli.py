@@ -282,7 +282,10 @@ def test_run_is_a_step_and_passes_the_exit_status(tb: CLI, ws_dir: Path) -> None
         "echo two > f.txt; echo made > g.txt; echo out; exit 7",
         check=7,
     )
-    doc = json.loads(proc.stdout.split("out\n", 1)[1])
+    # SPEC ("Sessions"): with --json, stdout is exactly one JSON document and the
+    # command's own stdout goes to stderr.
+    doc = json.loads(proc.stdout)
+    assert proc.stderr.startswith("out\n")
     assert doc["exit_code"] == 7 and doc["step"] == 1
     assert sorted(c["path"] for c in doc["changes"]) == ["f.txt", "g.txt"]
     tb("run", "--", "sh", "-c", "rm f.txt")

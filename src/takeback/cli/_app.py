@@ -223,6 +223,17 @@ class Ctx:
         return self._ws
 
     @property
+    def recording_session(self) -> str:
+        """Where a recording command records: --session, else $TAKEBACK_SESSION, else default.
+
+        Never the session an agent's hooks record in: a person's own ``run`` or
+        ``snapshot`` must not join an agent's conversation (nor its undo take them back).
+        """
+        from .. import DEFAULT_SESSION
+
+        return self._session or DEFAULT_SESSION
+
+    @property
     def session(self) -> str:
         """--session, else $TAKEBACK_SESSION, else the session whose turn ended last."""
         if self._session is None:

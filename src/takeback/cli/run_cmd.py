@@ -45,12 +45,14 @@ def run(ctx: Ctx) -> int:
 
     ws.on_event(on_event)
     label = ctx.args.message or shlex.join(cmd)
-    step = ws.session(ctx.session).command(label).begin()
+    step = ws.session(ctx.recording_session).command(label).begin()
     code = 127
     try:
         flush_out()
         with forward_signals() as fwd:
-            proc = fwd.start(cmd, cwd=ctx.cwd)
+            # With --json, stdout carries the one JSON document: the command's own
+            # output goes to stderr.
+            proc = fwd.start(cmd, cwd=ctx.cwd, stdout=sys.stderr.fileno() if ctx.json else None)
             code = exit_status(proc.wait())
     except FileNotFoundError:
         print(f"takeback: {cmd[0]}: command not found", file=sys.stderr)
@@ -59,9 +61,11 @@ def run(ctx: Ctx) -> int:
         code = 126
     finally:
         step.finish(exit_code=code)
+    name = step.session.name
     if ctx.json:
         ctx.emit_json(
             {
+                "session": name,
                 "step": step.n,
                 "turn": step.turn,
                 "exit_code": code,
@@ -69,5 +73,15 @@ def run(ctx: Ctx) -> int:
                 "after": step.after.id if step.after else None,
                 "changes": [{"path": p, "change": c} for p, c in step.changed],
             }
+        )
+    elif step.n and step.turn:
+        n = len(step.changed)
+        what = f"{n} file{'s' if n != 1 else ''} changed" if n else "no file changed"
+        undo = " (takeback undo takes it back)" if n else ""
+        print(f"takeback: turn {step.turn} of session {name!r}: {what}{undo}", file=sys.stderr)
+    elif not step.n or step.before is None:
+        print(
+            "takeback: the command ran, but was not recorded (see the warning above)",
+            file=sys.stderr,
         )
     return code

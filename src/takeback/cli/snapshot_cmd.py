@@ -22,7 +22,7 @@ def run(ctx: Ctx) -> int:
     """Take the snapshot."""
     ws = ctx.workspace()
     with read_progress("Taking a snapshot", not ctx.json) as on_progress:
-        info = ws.snapshot(ctx.args.message, session=ctx.session, on_progress=on_progress)
+        info = ws.snapshot(ctx.args.message, session=ctx.recording_session, on_progress=on_progress)
     if ctx.json:
         ctx.emit_json(info.to_json())
         return 0

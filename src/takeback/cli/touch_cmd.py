@@ -23,7 +23,7 @@ def run(ctx: Ctx) -> int:
     # Every path is checked before anything is recorded: a path outside the root
     # refuses the whole command (exit 2) without opening a turn.
     rels = [ws.rel(p, base=ctx.cwd) for p in ctx.args.paths]
-    session = ws.session(ctx.session)
+    session = ws.session(ctx.recording_session)
     turn = session.ensure_turn()
     kept = []
     for p, rel in zip(ctx.args.paths, rels, strict=True):

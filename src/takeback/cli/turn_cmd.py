@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(ctx: Ctx) -> int:
     """Begin or end a turn."""
-    session = ctx.workspace().session(ctx.session)
+    session = ctx.workspace().session(ctx.recording_session)
     if ctx.args.action == "begin":
         turn = session.turn(ctx.args.message)
         if ctx.json:

@@ -65,14 +65,22 @@ class Forwarder:
         except OSError:
             pass
 
-    def start(self, cmd: Sequence[str], *, cwd: str) -> subprocess.Popen[bytes]:
+    def start(
+        self, cmd: Sequence[str], *, cwd: str, stdout: int | None = None
+    ) -> subprocess.Popen[bytes]:
         """Start the child (stdio inherited) and forward to it from now on.
+
+        Args:
+            cmd: the command line.
+            cwd: its folder.
+            stdout: a descriptor for its stdout instead of ours (``run --json`` gives it
+                stderr, so that stdout carries the one JSON document).
 
         Raises:
             FileNotFoundError: no such command.
             PermissionError: the command cannot be run.
         """
-        self.proc = subprocess.Popen(list(cmd), cwd=cwd)
+        self.proc = subprocess.Popen(list(cmd), cwd=cwd, stdout=stdout)
         for signum in self._early:
             self.handle(signum)
         self._early.clear()
