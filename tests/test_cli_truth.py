@@ -114,3 +114,18 @@ def test_a_persons_run_never_joins_an_agents_conversation(tb: CLI, ws_dir: Path)
     log = json.loads(tb("log", "--all", "--json").stdout)
     assert {e["session"] for e in log if e["kind"] in ("step", "step-after")} == {"default"}
     assert json.loads(tb("changes", "--session", "claude-1", "--json").stdout)["turn"] == 1
+
+
+def test_log_is_one_line_a_step_with_short_sessions_and_failures(tb: CLI, ws_dir: Path) -> None:
+    (ws_dir / "a.txt").write_text("one\n")
+    uuid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+    tb("run", "--session", uuid, "-m", "make b", "--", sys.executable, "-c", "open('b', 'w')")
+    tb("run", "--session", uuid, "-m", "fails", "--", "sh", "-c", "exit 4", check=4)
+    tb("undo", "--session", uuid, "--file", "b")
+    lines = tb("log", "--session", uuid).stdout.splitlines()
+    steps = [ln for ln in lines if "step " in ln]
+    assert len(steps) == 2  # one line a step, not its two snapshots
+    assert all("0f1e2d3c " in ln and uuid not in ln for ln in lines)
+    assert "exit 4" in steps[0] and "fails" in steps[0] and "exit" not in steps[1]
+    assert any(ln.rstrip().endswith("before undo file") for ln in lines)
+    assert not any("turn(s)" in ln for ln in lines)
