@@ -129,3 +129,26 @@ def test_log_is_one_line_a_step_with_short_sessions_and_failures(tb: CLI, ws_dir
     assert "exit 4" in steps[0] and "fails" in steps[0] and "exit" not in steps[1]
     assert any(ln.rstrip().endswith("before undo file") for ln in lines)
     assert not any("turn(s)" in ln for ln in lines)
+
+
+def test_help_is_grouped_true_and_says_something_of_every_option() -> None:
+    import argparse
+
+    from takeback.cli._app import GROUPS, build_parser
+
+    parser = build_parser()
+    text = parser.format_help()
+    for title, _names in GROUPS:
+        assert f"\n{title}:\n" in text
+    assert "(default: .)" not in text and "or 'default')" not in text
+    assert text.count("--max-file-bytes N  ") == 1
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, sp in sub.choices.items():
+        own = sp.format_help()
+        assert "--root" not in own, name  # the options every command takes: once, above
+        for action in sp._actions:
+            if action.help is None and action.dest not in ("help",):
+                missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+    assert missing == []
+    assert "-- PATH" in sub.choices["diff"].format_usage()

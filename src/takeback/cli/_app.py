@@ -93,30 +93,91 @@ def days(text: str) -> float:
     return value
 
 
-def common_options() -> _Parser:
-    """Return the options every command takes, before or after its name."""
+def common_options(*, documented: bool = True) -> _Parser:
+    """Return the options every command takes, before or after its name.
+
+    They are documented once, in ``takeback --help`` (``documented``); each command's own
+    help leaves them out.
+    """
     p = _Parser(add_help=False)
-    p.add_argument("--root", default=argparse.SUPPRESS, help="the workspace (default: .)")
+    say = (lambda text: text) if documented else (lambda _text: argparse.SUPPRESS)
+    p.add_argument(
+        "--root",
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help=say(
+            "the workspace (default: the recorded workspace the current folder lies in, "
+            "as git finds its repository, else the current folder)"
+        ),
+    )
     p.add_argument(
         "--store",
         default=argparse.SUPPRESS,
-        help="the store folder (default: $TAKEBACK_STORE or the user data folder)",
+        metavar="DIR|URL",
+        help=say(
+            "the store: a folder, or a postgresql:// address (default: $TAKEBACK_STORE, "
+            "else one folder per workspace in the user's data folder)"
+        ),
     )
     p.add_argument(
         "--session",
         default=argparse.SUPPRESS,
-        help="the session (default: $TAKEBACK_SESSION or 'default')",
+        metavar="NAME",
+        help=say(
+            "the session (default: $TAKEBACK_SESSION; else, to record, 'default', and to "
+            "take back or look, the session of the newest turn)"
+        ),
     )
     p.add_argument(
-        "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document"
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help=say("print one JSON document on stdout instead of text"),
     )
     p.add_argument(
         "--max-file-bytes",
         type=number,
         default=argparse.SUPPRESS,
-        help="files larger than this are not kept (default 16 MiB)",
+        metavar="N",
+        help=say("files larger than this are not kept (default: 16 MiB)"),
     )
     return p
+
+
+#: The commands, grouped as ``takeback --help`` lists them.
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("record", ("snapshot", "run", "turn", "touch", "watch")),
+    ("look", ("status", "log", "diff", "show", "changes", "bisect", "ui")),
+    ("take back", ("undo", "redo", "revert", "unrevert", "rewind")),
+    ("agents", ("hooks", "hook", "mcp", "service")),
+    ("the store", ("gc", "config", "purge", "fsck", "du", "store", "adopt")),
+)
+
+EPILOG = """examples:
+  takeback run -- npm run format      run a command as one step, its changes recorded
+  takeback changes                    what the last turn changed
+  takeback undo --dry-run             what undo would write; then: takeback undo
+  takeback rewind --to start -- src   put src/ back as it was when the session began
+  takeback hooks install claude-code  record every reply of Claude Code in this project
+
+Run 'takeback COMMAND --help' for a command's options. The manual: docs/ (README)."""
+
+
+def _grouped(registry: dict[str, str], helps: dict[str, str]) -> str:
+    """The commands by group, each with its one line of help."""
+    lines = []
+    listed: set[str] = set()
+    for title, names in GROUPS:
+        lines.append(f"{title}:")
+        for name in names:
+            if name in registry:
+                lines.append(f"  {name:<10} {helps.get(name, '')}")
+                listed.add(name)
+    rest = [n for n in registry if n not in listed]
+    if rest:
+        lines.append("other:")
+        lines += [f"  {name:<10} {helps.get(name, '')}" for name in rest]
+    return "\n".join(lines)
 
 
 _VALUED = ("--root", "--store", "--session", "--max-file-bytes")
@@ -140,21 +201,32 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     from . import integrations_cmd
 
     registry = {**COMMANDS, **integrations_cmd.COMMANDS}
-    common = common_options()
     parser = _Parser(
         prog="takeback",
-        parents=[common],
+        parents=[common_options()],
         description="Record what an agent does to a folder and take it back.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-V", "--version", action="store_true", help="print the version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     names = [only] if only in registry else list(registry)
+    common = common_options(documented=False)
+    helps: dict[str, str] = {}
     for name in names:
         module = registry[name]
         mod = importlib.import_module(f".{module}", __package__)
-        sp = sub.add_parser(name, parents=[common], help=mod.HELP, description=mod.HELP)
+        helps[name] = mod.HELP
+        sp = sub.add_parser(
+            name,
+            parents=[common],
+            description=mod.HELP + " (the options every command takes: takeback --help)",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         mod.add_arguments(sp)
         sp.set_defaults(_module=module, _after_dashdash=getattr(mod, "AFTER_DASHDASH", None))
+    if only not in registry:
+        parser.epilog = _grouped(registry, helps) + "\n\n" + EPILOG
     return parser
 
 

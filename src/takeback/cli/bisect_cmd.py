@@ -43,7 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="turn",
         help="search turn ends (default) or step ends",
     )
-    p.add_argument("cmd", nargs="*", metavar="-- CMD [ARG…]")
+    p.add_argument(
+        "cmd", nargs="*", metavar="-- CMD [ARG…]", help="the test, after --: exit 0 good, 125 skip"
+    )
     p.epilog = (
         "examples:\n"
         "  takeback bisect -- pytest -q tests/test_login.py\n"

@@ -18,8 +18,24 @@ AFTER_DASHDASH = "paths"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("refs", nargs="*", metavar="REF", help="FROM (default: latest) and TO")
-    p.set_defaults(paths=[])
+    p.add_argument(
+        "refs",
+        nargs="*",
+        metavar="REF",
+        help="FROM (default: the latest snapshot) and TO (default: the files now)",
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="-- PATH",
+        help="only these paths and what is under them (after --)",
+    )
+    p.epilog = (
+        "examples:\n"
+        "  takeback diff                     what changed since the latest snapshot\n"
+        "  takeback diff turn:3 turn:4       what turn 3 did\n"
+        "  takeback diff start -- src/app.py one file since the session began"
+    )
     p.add_argument(
         "--binary",
         action="store_true",

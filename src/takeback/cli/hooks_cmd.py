@@ -21,8 +21,10 @@ CHECKS_JOURNAL = False
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("action", choices=["install", "uninstall"])
-    p.add_argument("agent", choices=["claude-code"])
+    p.add_argument(
+        "action", choices=["install", "uninstall"], help="add takeback's hooks, or remove them"
+    )
+    p.add_argument("agent", choices=["claude-code"], help="the agent whose settings to change")
     scope = p.add_mutually_exclusive_group()
     scope.add_argument(
         "--project",

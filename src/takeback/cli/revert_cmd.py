@@ -16,7 +16,13 @@ HELP = "take back every turn after N at once"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("--to-turn", type=number, required=True, metavar="N")
+    p.add_argument(
+        "--to-turn",
+        type=number,
+        required=True,
+        metavar="N",
+        help="keep turns up to N; take back every one after it",
+    )
     add_take_back_arguments(p)
 
 

@@ -23,7 +23,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a snapshot id prefix, start, a step number N, or turn:N",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="only these paths (after --)")
+    p.add_argument("paths", nargs="*", metavar="-- PATH", help="only these paths (after --)")
+    p.epilog = (
+        "examples:\n"
+        "  takeback rewind --to start --dry-run   the plan, nothing written\n"
+        "  takeback rewind --to turn:3            back to before turn 3\n"
+        "  takeback rewind --to 4 -- src          only src/, as it was before step 4"
+    )
 
 
 def _path(item: Any, *, for_people: bool = False) -> str:

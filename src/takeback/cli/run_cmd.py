@@ -24,7 +24,12 @@ AFTER_DASHDASH = "cmd"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
     p.add_argument("-m", "--message", default=None, help="a label for the step")
-    p.add_argument("cmd", nargs="*", metavar="-- CMD [ARG…]")
+    p.add_argument("cmd", nargs="*", metavar="-- CMD [ARG…]", help="the command, after --")
+    p.epilog = (
+        "examples:\n"
+        "  takeback run -- npm run format\n"
+        "  takeback run -m 'regenerate the client' -- make gen"
+    )
 
 
 def run(ctx: Ctx) -> int:

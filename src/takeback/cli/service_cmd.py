@@ -28,7 +28,11 @@ def _seconds(text: str) -> float:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("action", choices=["start", "stop", "status", "run"])
+    p.add_argument(
+        "action",
+        choices=["start", "stop", "status", "run"],
+        help="start it detached, stop it, show it, or run it in the foreground",
+    )
     p.add_argument(
         "--wait",
         type=_seconds,

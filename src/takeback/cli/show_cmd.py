@@ -15,7 +15,9 @@ HELP = "print a file as it was at a ref (REF:PATH)"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("spec", metavar="REF:PATH")
+    p.add_argument(
+        "spec", metavar="REF:PATH", help="a ref and a path: start:src/app.py, turn:3:README.md"
+    )
 
 
 def run(ctx: Ctx) -> int:

@@ -13,7 +13,9 @@ HELP = "keep files' states before a file tool writes them (opens a turn if none 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="the files a file tool is about to write"
+    )
     p.add_argument("--tool-call-id", default=None, help="the tool call that will write")
 
 

@@ -13,7 +13,11 @@ HELP = "open or close a turn (one reply of the agent)"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
-    p.add_argument("action", choices=["begin", "end"])
+    p.add_argument(
+        "action",
+        choices=["begin", "end"],
+        help="begin: open a turn (one reply); end: close it and make its change list",
+    )
     p.add_argument("-m", "--message", default="", help="the turn's label (begin)")
 
 

@@ -45,6 +45,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="ask hunk by hunk on a terminal (y, n, q, ?), then take back the chosen ones",
     )
     add_take_back_arguments(p)
+    p.epilog = (
+        "examples:\n"
+        "  takeback undo --dry-run          what it would write\n"
+        "  takeback undo --merge            keep edits made since the turn\n"
+        "  takeback undo --turn 3 --file src/app.py\n"
+        "  takeback undo --hunk src/app.py#2   (ids: takeback changes --hunks)"
+    )
 
 
 def run(ctx: Ctx) -> int:

@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="MS",
         help="how long files must stay quiet to end a step (default 1000)",
     )
-    p.add_argument("cmd", nargs="*", metavar="-- CMD [ARG…]")
+    p.add_argument("cmd", nargs="*", metavar="-- CMD [ARG…]", help="the agent's command, after --")
 
 
 def run(ctx: Ctx) -> int:
