@@ -152,3 +152,17 @@ def test_help_is_grouped_true_and_says_something_of_every_option() -> None:
                 missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
     assert missing == []
     assert "-- PATH" in sub.choices["diff"].format_usage()
+
+
+def test_files_over_the_limit_are_named_when_that_changes_with_how_to_keep_them(
+    tb: CLI, ws_dir: Path
+) -> None:
+    (ws_dir / "big.bin").write_bytes(b"x" * 5000)
+    first = tb("snapshot", "--max-file-bytes", "1000")
+    assert "1 file(s) over the size limit not kept: big.bin" in first.stderr
+    assert "--max-file-bytes N" in first.stderr
+    again = tb("snapshot", "--max-file-bytes", "1000")
+    assert "over the size limit" not in again.stderr  # said already, nothing new
+    (ws_dir / "bigger.bin").write_bytes(b"y" * 5000)
+    third = tb("snapshot", "--max-file-bytes", "1000")
+    assert "2 file(s) over the size limit not kept: big.bin, bigger.bin" in third.stderr

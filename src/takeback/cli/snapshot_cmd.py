@@ -20,19 +20,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(ctx: Ctx) -> int:
     """Take the snapshot."""
+    from ..errors import StoreMissingError
+
     ws = ctx.workspace()
+    try:
+        last = ws.open_store().meta.latest_snapshot()
+    except StoreMissingError:
+        last = None
     with read_progress("Taking a snapshot", not ctx.json) as on_progress:
         info = ws.snapshot(ctx.args.message, session=ctx.recording_session, on_progress=on_progress)
     if ctx.json:
         ctx.emit_json(info.to_json())
         return 0
     ctx.out(sid(info.id))
-    if info.skipped_count:
-        names = ", ".join(quote_path(p) for p in info.skipped)
+    said = last is not None and (last.skipped_count, sorted(last.skipped)) == (
+        info.skipped_count,
+        sorted(info.skipped),
+    )
+    if info.skipped_count and not said:
+        # Said when it changes, not at every snapshot (the latest one said it already).
+        names = ", ".join(quote_path(p) for p in sorted(info.skipped))
         more = info.skipped_count - len(info.skipped)
         ctx.warn(
             f"{info.skipped_count} file(s) over the size limit not kept: {names}"
             + (f" and {more} more" if more > 0 else "")
+            + " (--max-file-bytes N keeps files up to N bytes)"
         )
     if info.unreadable_count:
         names = ", ".join(f"{p} ({why})" for p, why in info.unreadable)
