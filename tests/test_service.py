@@ -535,14 +535,16 @@ def test_every_change_completed_before_a_question_is_in_its_answer(tmp_path: Pat
         w.close()
 
 
-def test_the_watch_limit_met_while_watching_means_full_scans(
+def test_the_watch_limit_met_leaves_the_unwatched_part_to_every_scan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # ENOSPC from inotify_add_watch cannot be made real without lowering a limit every
     # process of this user shares: the call itself is made to fail, after two watches.
+    # The service watches what it can; the folders it could not watch are listed, with
+    # all below them, by every snapshot: exact, and no full scan of the rest.
     import errno
 
-    from takeback import Watcher
+    from takeback import Watcher, answer_here
 
     root = tmp_path / "ws"
     _seed_tree(root)
@@ -556,12 +558,42 @@ def test_the_watch_limit_met_while_watching_means_full_scans(
         return int(real(path, mask))
 
     monkeypatch.setattr(w.ino, "add_watch", add_watch)
+    store = FolderStore.open(str(tmp_path / "store"), str(root), create=True)
+
+    def mark(req: dict[str, Any]) -> dict[str, Any]:
+        gen = req.get("gen")
+        token = gen if req.get("service") == "svc" and isinstance(gen, int) else None
+        a = w.mark(token)
+        return {
+            "service": "svc",
+            "gen": a.token,
+            "dirs": a.dirs,
+            "reason": a.reason,
+            "index": a.index,
+            "subtrees": a.subtrees,
+        }
+
+    answer_here(os.path.realpath(tmp_path / "store"), mark)
     try:
         w.start()
+        assert w.stats().degraded is None and w.unwatched
+        scan(store, Options())
         got = w.mark(w.mark(None).token)
-        assert got.dirs is None and "max_user_watches" in got.reason
-        assert w.stats().degraded is not None
+        assert got.dirs is not None and got.subtrees
+        unwatched = sorted(w.unwatched)
+        for n, rel in enumerate(unwatched):
+            (root / rel / f"unseen{n}").write_text("no watch saw this\n")
+            (root / rel / f"deep{n}" / "x").mkdir(parents=True)
+            (root / rel / f"deep{n}" / "x" / "f").write_text("nor this\n")
+            result = scan(store, Options())
+            assert result.mode == "service", result.reason
+            assert result.tree == full_tree(store)
+            (root / rel / f"deep{n}" / "x" / "f").write_text("changed below it\n")
+            result = scan(store, Options())
+            assert result.mode == "service" and result.tree == full_tree(store)
     finally:
+        answer_here(os.path.realpath(tmp_path / "store"), None)
+        store.close()
         w.close()
 
 

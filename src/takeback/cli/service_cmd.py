@@ -173,6 +173,12 @@ def run(ctx: Ctx) -> int:
         )
         if doc.get("degraded"):
             ctx.out(f"snapshots scan in full: {doc['degraded']}")
+        if doc.get("unwatched"):
+            ctx.out(
+                f"{doc['unwatched']} folder(s) have no watch (the inotify watch limit was "
+                "reached): every snapshot lists them and all below them; raise the limit "
+                "with: sysctl fs.inotify.max_user_watches=N"
+            )
         if doc.get("audits") or doc.get("divergences"):
             ctx.out(
                 f"audits against a full scan: {doc['audits']}, divergences: {doc['divergences']}"

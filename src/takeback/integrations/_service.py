@@ -315,6 +315,8 @@ class _Service:
         self.calls = 0
         #: connections from another user's processes, refused
         self.strangers = 0
+        #: whether the log says that the watch limit left folders without a watch
+        self.said_unwatched = False
         self.done = False
         #: a fault: the next call taken is not run, the service dies instead (tests only)
         self.die_in_call = False
@@ -363,6 +365,13 @@ class _Service:
         token = gen if req.get("service") == self.id and isinstance(gen, int) else None
         got = self.watcher.mark(token)
         dirs, reason = got.dirs, got.reason
+        if got.subtrees and not self.said_unwatched:
+            self.said_unwatched = True
+            self.log(
+                f"{len(got.subtrees)} folder(s) have no watch: the inotify watch limit "
+                "(fs.inotify.max_user_watches) was reached; every snapshot lists them and "
+                "all below them. Raise it: sysctl fs.inotify.max_user_watches=N"
+            )
         if dirs is not None and idle > self.idle_full:
             dirs = None
             reason = (
@@ -380,6 +389,7 @@ class _Service:
             "dirs": dirs,
             "reason": reason,
             "index": got.index,
+            "subtrees": got.subtrees if dirs is not None else [],
         }
 
     def status(self) -> dict[str, Any]:
@@ -400,6 +410,8 @@ class _Service:
             "generation": st.generation,
             "changed_folders": st.changed,
             "degraded": st.degraded,
+            "unwatched": st.extra.get("unwatched", 0),
+            "rebuilds": st.extra.get("rebuilds", 0),
             "overflows": st.overflows,
             "events": st.events,
             "questions": self.questions,

@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,6 +187,10 @@ def _scan(
         why = why or changes.reason
     elif not why:
         hint = changes.dirs
+        if changes.subtrees and cache is not None:
+            # Folders the service could not watch (the watch limit): they and every
+            # folder below them are listed, as a full scan of that part would.
+            hint = hint + _below(cache.folders, changes.subtrees)
 
     def scanner_for(named: list[str] | None) -> Scanner:
         few = named is not None and len(named) <= FEW_FOLDERS
@@ -260,6 +264,20 @@ def _scan(
     if new_mark is not None and cache is not None and cache.token:
         return result, vouch
     return result, None
+
+
+def _below(folders: Iterable[str], tops: Sequence[str]) -> list[str]:
+    """The folders of the cache at or below any of ``tops``."""
+    wanted = set(tops)
+    out = list(tops)
+    for rel in folders:
+        at = rel
+        while at:
+            at = at.rpartition("/")[0]
+            if at in wanted or rel in wanted:
+                out.append(rel)
+                break
+    return out
 
 
 def record(

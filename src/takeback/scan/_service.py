@@ -114,6 +114,8 @@ class Changes:
         reason: why a full scan ('' when ``dirs`` is given).
         index: git's index changed since the asked mark.
         ms: how long the question took.
+        subtrees: folders the service has no watch on (the watch limit was met): each
+            is listed, with every folder below it, by the scan.
     """
 
     mark: Mark | None
@@ -121,6 +123,7 @@ class Changes:
     reason: str
     index: bool = False
     ms: float = 0.0
+    subtrees: tuple[str, ...] = ()
 
 
 #: store folder (real path) -> who answers its questions in this very process: the
@@ -257,6 +260,9 @@ def changes_since(store_path: str, mark: Mark | None, *, timeout: float = ASK_TI
             raise ServiceError("the service's answer was not understood")
         reason = str(got.get("reason") or "")
         index = bool(got.get("index", False))
+        subtrees = got.get("subtrees") or []
+        if not (isinstance(subtrees, list) and all(isinstance(d, str) for d in subtrees)):
+            raise ServiceError("the service's answer was not understood")
     except ServiceError as e:
         return Changes(None, None, e.reason, ms=(time.monotonic() - t0) * 1000)
     except (KeyError, TypeError, ValueError):
@@ -268,4 +274,4 @@ def changes_since(store_path: str, mark: Mark | None, *, timeout: float = ASK_TI
         )
     if dirs is None and not reason:
         reason = "the service asked for a full scan"
-    return Changes(new, dirs, reason, index, (time.monotonic() - t0) * 1000)
+    return Changes(new, dirs, reason, index, (time.monotonic() - t0) * 1000, tuple(subtrees))

@@ -87,12 +87,17 @@ class Answer:
         reason: why a full scan is needed ('' when ``dirs`` is given).
         index: git's index changed since the token (folders that consulted it are to
             be decided again).
+        subtrees: folders without a watch, for want of watches: listed, with all below
+            them, by every scan (a full scan of that part alone).
     """
 
     token: int
     dirs: list[str] | None
     reason: str = ""
     index: bool = False
+    #: folders no watch covers (the watch limit was met): each is to be listed with
+    #: every folder below it, by every scan
+    subtrees: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -135,6 +140,11 @@ class Watcher:
         self._linked_ignores: dict[str, bytes] = {}
         #: folders a batch of events named as moved, made or dropped: watched again after
         self._recheck: set[str] = set()
+        #: folders without a watch for want of watches (each with all below it)
+        self.unwatched: set[str] = set()
+        self._no_room = False
+        #: watches the kernel dropped since the unwatched folders were last tried again
+        self._freed = 0
         self._wd_path: dict[int, str] = {}
         self._path_wd: dict[str, int] = {}
         self._git_wds: dict[int, str] = {}
@@ -177,6 +187,7 @@ class Watcher:
         self._rebuild_why = ""
         self._recheck.clear()
         self._linked_ignores.clear()
+        self.unwatched.clear()
         self.invalidate(reason)
         self._watch_git()
         self._watch_tree("")
@@ -196,11 +207,15 @@ class Watcher:
         return os.path.join(self.root, rel) if rel else self.root
 
     def _add(self, path: str, mask: int) -> int | None:
+        """Add a watch; None when it cannot be (``_no_room`` says whether for want of one)."""
+        self._no_room = False
         try:
             return int(self.ino.add_watch(path, mask))
         except OSError as e:
             if e.errno == errno.ENOSPC:
-                self.degraded = "the inotify watch limit was reached (fs.inotify.max_user_watches)"
+                # The watch limit (fs.inotify.max_user_watches): the folder and all below
+                # it are left to the scan, which lists them every time.
+                self._no_room = True
                 return None
             if e.errno == errno.EMFILE:
                 self.degraded = "the inotify instance limit was reached"
@@ -218,7 +233,11 @@ class Watcher:
             rel = stack.pop()
             wd = self._add(self._abs(rel), WATCH_MASK)
             if wd is None:
+                if self._no_room and rel not in self._exclude:
+                    self.unwatched.add(rel)
+                    self._mark(rel)
                 continue
+            self.unwatched.discard(rel)
             if rel == "":
                 self._root_id = self._root_now()
             old = self._wd_path.get(wd)
@@ -261,6 +280,12 @@ class Watcher:
             wd = self._add(path, GIT_MASK)
             if wd is not None:
                 self._git_wds[wd] = what
+            elif self._no_room:
+                # Without it, a change of the index or of info/exclude goes unseen.
+                self.degraded = (
+                    "the inotify watch limit was reached (fs.inotify.max_user_watches) "
+                    "before git's folder could be watched"
+                )
         exclude = os.path.join(info, "exclude")
         if os.path.islink(exclude):
             self._note_linked_ignore(exclude)
@@ -280,6 +305,7 @@ class Watcher:
 
     def _unwatch_under(self, top: str) -> None:
         prefix = top + "/"
+        self.unwatched = {u for u in self.unwatched if u != top and not u.startswith(prefix)}
         for rel in [p for p in self._path_wd if p == top or p.startswith(prefix)]:
             wd = self._path_wd.pop(rel)
             self._wd_path.pop(wd, None)
@@ -345,6 +371,7 @@ class Watcher:
             if rel is None:
                 continue
             if mask & F.IGNORED:
+                self._freed += 1
                 del self._wd_path[wd]
                 if self._path_wd.get(rel) == wd:
                     # Dropped by the kernel (its folder removed, or its file system
@@ -446,6 +473,14 @@ class Watcher:
         """
         self.drain()
         self.check()
+        if self.unwatched and self._freed:
+            # Watches were given back since: try the folders that had none again (each
+            # counts as changed, as any folder whose watch is new).
+            self._freed = 0
+            for rel in sorted(self.unwatched):
+                if rel in self.unwatched:
+                    self.unwatched.discard(rel)
+                    self._watch_tree(rel)
         linked = self._linked_ignore_changed()
         if linked:
             self.invalidate(f"ignore rules changed ({linked}, through its link)")
@@ -468,7 +503,7 @@ class Watcher:
         dirs = [d for d, g in self.dirty.items() if g > token]
         if len(dirs) > MAX_DIRS:
             return Answer(new, None, f"more than {MAX_DIRS} folders changed")
-        return Answer(new, sorted(dirs), "", self.index_gen > token)
+        return Answer(new, sorted(dirs), "", self.index_gen > token, sorted(self.unwatched))
 
     def stats(self) -> Stats:
         """Return the counts ``service status`` shows."""
@@ -479,7 +514,7 @@ class Watcher:
             degraded=self.degraded,
             overflows=self.overflows,
             events=self.events,
-            extra={"rebuilds": self.rebuilds},
+            extra={"rebuilds": self.rebuilds, "unwatched": len(self.unwatched)},
         )
 
 
