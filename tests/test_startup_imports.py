@@ -32,7 +32,6 @@ NEVER = {
     "mcp",
     "psycopg",
     "inotify_simple",
-    "watchfiles",
     "takeback.ops._merge",
     "takeback.ops._takeback",
     "takeback.ops._rewind",

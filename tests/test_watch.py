@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from .conftest import CLI, SRC, files_state, without_file_powers
 
 CHILD = """\
@@ -230,3 +232,29 @@ def test_a_quiet_point_that_fails_does_not_end_the_watch(
     # b.txt, written before the failed quiet point, is in the step after it
     assert [c["path"] for c in result["steps"][1]["changes"]] == ["b.txt", "c.txt"]
     assert (ws_dir / "c.txt").exists()
+
+
+@pytest.mark.parametrize("poll", [False, True])
+def test_activity_is_seen_by_the_watcher_and_by_polling(tmp_path: Path, poll: bool) -> None:
+    from takeback.integrations._watch import Activity
+
+    root = tmp_path / "tree"
+    (root / "a" / "b").mkdir(parents=True)
+    store = tmp_path / "tree" / "store-inside"
+    store.mkdir()
+    act = Activity(str(root), [str(store)], settle_ms=100)
+    assert act.start(poll=poll)
+    try:
+        time.sleep(0.2)
+        assert not act.settled(0.05)  # nothing happened
+        (store / "x").write_text("the store's own writes are not activity\n")
+        time.sleep(0.3)
+        assert not act.settled(0.05)
+        (root / "a" / "b" / "f.txt").write_text("activity\n")
+        deadline = time.monotonic() + 5
+        while not act.settled(0.1) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert time.monotonic() < deadline, "the write was never seen as activity"
+        assert not act.settled(0.1)  # once per burst
+    finally:
+        act.stop()

@@ -1,7 +1,7 @@
 """CLI layer: the commands that meet agents (hooks, MCP, watch), listed for the parser.
 
 Each is a module of its own (``hooks_cmd``, ``hook_cmd``, ``mcp_cmd``, ``watch_cmd``),
-loaded only when its command runs: the MCP SDK and watchfiles are imported by the
+loaded only when its command runs: the MCP SDK and the watcher are imported by the
 commands that use them, never by the hook entry point.
 """
 

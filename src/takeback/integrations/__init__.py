@@ -11,5 +11,5 @@
   snapshots which folders changed (``takeback service``).
 
 Nothing here is imported by ``import takeback``: each module is loaded by the one
-command that needs it, so the hook entry point starts without the MCP SDK or watchfiles.
+command that needs it, so the hook entry point starts without the MCP SDK.
 """

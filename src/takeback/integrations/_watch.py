@@ -8,7 +8,7 @@ the turn) and the next begins; when the child exits, the last step is finished. 
 N is the state at the N-th quiet point (step 1 the start), ``takeback undo`` takes back
 the whole run, and the run's exit status is the child's.
 
-watchfiles only says *when* to take a step; *what* changed is what the snapshots find,
+The watcher only says *when* to take a step; *what* changed is what the snapshots find,
 under the same scope rules as every snapshot. Activity that changed nothing in scope
 (an ignored build folder) makes no step.
 
@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -41,6 +39,8 @@ if TYPE_CHECKING:
     from .. import Change, Step, Workspace
 
 DEFAULT_SETTLE_MS = 1000
+#: ``1``: ``takeback watch`` polls the tree's stats instead of asking inotify.
+POLL_ENV = "TAKEBACK_WATCH_POLL"
 
 
 @dataclass
@@ -82,85 +82,106 @@ class WatchResult:
 
 
 class Activity:
-    """Knows when files under a folder last changed (watchfiles, in a thread).
+    """Knows when files under a folder last changed (the service's watcher, in a thread).
+
+    The same inotify watcher the watching service keeps (:class:`takeback.Watcher`)
+    says which folders changed since its last mark; any change to the tree (not git's
+    own folder, not the store) is activity. Where inotify is not to be had, the tree's
+    stats are polled instead.
 
     Args:
         root: the folder to watch.
         ignored: folders whose changes are not activity (the store).
         settle_ms: the quiet time that ends a burst of activity.
-
     """
 
     def __init__(self, root: str, ignored: Sequence[str], settle_ms: int) -> None:
         self.root = root
         self._ignored = tuple(p.rstrip(os.sep) for p in ignored)
-        # watchfiles only watches once its generator runs: a file poked in a folder of
-        # its own (never the workspace) says when that is.
-        self._probe_dir = os.path.realpath(tempfile.mkdtemp(prefix="takeback-watch-"))
-        self._step_ms = max(10, min(50, settle_ms // 4))
-        # A batch is yielded after ``debounce`` even while writes go on; it must be well
-        # under the quiet time, or a steady stream of writes would look like pauses.
-        self._debounce_ms = max(self._step_ms, min(1600, settle_ms // 2))
+        self._step_s = max(10, min(50, settle_ms // 4)) / 1000
         self._stop = threading.Event()
-        self._ready = threading.Event()
         self._lock = threading.Lock()
         self._last: float | None = None
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._loop, name="takeback-watch", daemon=True)
-
-    def _is_probe(self, path: str) -> bool:
-        return path == self._probe_dir or path.startswith(self._probe_dir + os.sep)
-
-    def _keep(self, _change: object, path: str) -> bool:
-        if self._is_probe(path):
-            return True
-        rel = os.path.relpath(path, self.root)
-        if ".git" in rel.split(os.sep):
-            return False
-        return not any(path == p or path.startswith(p + os.sep) for p in self._ignored)
+        self._watcher: Any = None
 
     def _loop(self) -> None:
         try:
-            from watchfiles import watch
+            if self._watcher is None:
+                self._poll()
+                return
+            import select
 
-            for changes in watch(
-                self.root,
-                self._probe_dir,
-                watch_filter=self._keep,
-                debounce=self._debounce_ms,
-                step=self._step_ms,
-                stop_event=self._stop,
-                rust_timeout=500,
-                yield_on_timeout=True,
-                raise_interrupt=False,
-                ignore_permission_denied=True,
-            ):
-                now = time.monotonic()
-                active = False
-                for _change, path in changes:
-                    if self._is_probe(path):
-                        self._ready.set()
-                    else:
-                        active = True
-                if active:
+            w = self._watcher
+            token = w.mark(None).token
+            while not self._stop.is_set():
+                ready, _, _ = select.select([w.fileno()], [], [], self._step_s)
+                if not ready:
+                    continue
+                got = w.mark(token)
+                token = got.token
+                if got.dirs is None or got.dirs:
                     with self._lock:
-                        self._last = now
+                        self._last = time.monotonic()
         except BaseException as e:  # noqa: BLE001 - reported by start(); the run goes on
             self.error = e
-            self._ready.set()
 
-    def start(self, timeout: float = 5.0) -> bool:
-        """Start watching; return whether watching works (False: no steps until exit)."""
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        probe = os.path.join(self._probe_dir, "ready")
-        i = 0
-        while not self._ready.wait(0.02):
-            if time.monotonic() > deadline:
+    def _poll(self) -> None:
+        """Without inotify: compare the tree's stats every step."""
+        seen = self._signature()
+        while not self._stop.wait(self._step_s):
+            now = self._signature()
+            if now != seen:
+                seen = now
+                with self._lock:
+                    self._last = time.monotonic()
+
+    def _signature(self) -> int:
+        """A digest of every folder's and file's name, size and times under the root."""
+        acc = 0
+        stack = [self.root]
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(folder) as it:
+                    for d in it:
+                        if d.name == ".git" or d.path in self._ignored:
+                            continue
+                        try:
+                            st = d.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        acc ^= hash((d.path, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+                        if d.is_dir(follow_symlinks=False):
+                            stack.append(d.path)
+            except OSError:
+                continue
+        return acc
+
+    def start(self, timeout: float = 5.0, *, poll: bool | None = None) -> bool:
+        """Start watching; return whether watching works (False: no steps until exit).
+
+        ``poll`` (default: ``TAKEBACK_WATCH_POLL=1`` in the environment) compares the
+        tree's stats instead of asking inotify: for file systems whose changes make no
+        events here (network mounts, a VM's shared folder).
+        """
+        if poll is None:
+            poll = os.environ.get(POLL_ENV, "").strip() in ("1", "on", "yes", "true")
+        try:
+            if poll:
+                raise ImportError("polling asked for")
+            from .. import Watcher
+        except ImportError:  # no inotify here: the tree is polled
+            self._watcher = None
+        else:
+            try:
+                self._watcher = Watcher(self.root, exclude=self._ignored)
+                self._watcher.start()
+            except OSError as e:
+                self.error = e
                 return False
-            with open(probe, "w") as f:
-                f.write(str(i))
-            i += 1
+        self._thread.start()
         return self.error is None
 
     def settled(self, quiet_s: float) -> bool:
@@ -172,11 +193,12 @@ class Activity:
             return True
 
     def stop(self) -> None:
-        """Stop watching and remove the probe folder."""
+        """Stop watching."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=2)
-        shutil.rmtree(self._probe_dir, ignore_errors=True)
+        if self._watcher is not None:
+            self._watcher.close()
 
 
 def watch_session(ws: Workspace, cmd: Sequence[str]) -> str:
