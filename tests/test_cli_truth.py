@@ -166,3 +166,21 @@ def test_files_over_the_limit_are_named_when_that_changes_with_how_to_keep_them(
     (ws_dir / "bigger.bin").write_bytes(b"y" * 5000)
     third = tb("snapshot", "--max-file-bytes", "1000")
     assert "2 file(s) over the size limit not kept: big.bin, bigger.bin" in third.stderr
+
+
+def test_without_the_mcp_extra_the_server_says_which_extra_in_one_line(
+    tb: CLI, ws_dir: Path
+) -> None:
+    script = (
+        "import sys; sys.modules['mcp'] = None; from takeback.cli import main; "
+        "sys.exit(main(['mcp']))"
+    )
+    env = dict(os.environ, TAKEBACK_STORE=str(tb.store), PYTHONPATH=SRC)
+    got = subprocess.run(
+        [sys.executable, "-c", script], cwd=ws_dir, env=env, capture_output=True, timeout=60
+    )
+    assert got.returncode == 2
+    assert got.stderr == (
+        b"takeback: error: the MCP server needs the mcp extra, which is not installed: "
+        b"pip install 'takeback[mcp]'\n"
+    )

@@ -27,7 +27,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(ctx: Ctx) -> int:
     """Serve until the client closes stdin."""
-    from ..integrations._mcp_server import ServerConfig, serve
+    from ..errors import UsageError
+
+    try:
+        from ..integrations._mcp_server import ServerConfig, serve
+    except ImportError as e:
+        if e.name is None or not e.name.startswith("mcp"):
+            raise
+        raise UsageError(
+            "the MCP server needs the mcp extra, which is not installed: "
+            "pip install 'takeback[mcp]'"
+        ) from None
 
     session = getattr(ctx.args, "session", None) or os.environ.get("TAKEBACK_SESSION") or None
     serve(
