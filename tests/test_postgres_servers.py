@@ -130,7 +130,7 @@ def test_a_thread_recorded_on_one_server_is_taken_back_on_another(
     assert state(ws) == states[3]
     # A sees what B did: B's take-backs are in A's log.
     log = a("log").stdout
-    assert "pre-undo" in log and "pre-revert" in log
+    assert "before undo of turn 3" in log and "before revert of turn" in log
     assert a("changes", "--turn", "3").stdout.splitlines()[0].startswith("2 files changed")
     assert (a.home / "data").exists() and (b.home / "data").exists()  # local folders each
     assert no_locks_left(pg_server, db)

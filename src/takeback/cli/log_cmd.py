@@ -45,7 +45,7 @@ def run(ctx: Ctx) -> int:
         code = exits.get((s.session or "", s.step or 0)) if s.step is not None else None
         failed = f"  exit {code}" if code not in (None, 0) else ""
         who = _short(s.session) if s.session else "-"
-        label = s.message if s.kind in ("step", "step-after", "manual") else ""
+        label = s.message if s.kind in ("step", "step-after", "manual", "turn") else ""
         line = f"{sid(s.id)}  {when(s.created_at)}  {who:<8}  {what}{failed}"
         if label:
             line += f"  {label}"
@@ -73,6 +73,8 @@ def _what(kind: str, turn: int | None, step: int | None, message: str) -> str:
         )
     if kind == "baseline":
         return "session start"
+    if kind == "turn":
+        return "turn begins"
     if kind == "manual":
         return "snapshot"
     if kind.startswith("pre-"):
