@@ -520,3 +520,21 @@ def bench_run(
             yield BenchRun(tree, work, tb, revision, load_before, source_before)
         finally:
             restore_pristine(tree)
+
+
+def write_markdown(path: str, title: str, report: str, command: str) -> None:
+    """Write a run's report as a fragment of the manual's benchmarks page.
+
+    The page includes these files as they are (``docs/bench/*.md``): its figures are the
+    last run's, written by the script, never edited by hand.
+    """
+    import platform
+
+    load = os.getloadavg()
+    stamp = time.strftime("%Y-%m-%d")
+    body = (
+        f"**{title}** ({stamp}; {os.cpu_count()} cores, {platform.machine()}, "
+        f"load {load[0]:.1f}; `{command}`)\n\n```text\n{report.rstrip()}\n```\n"
+    )
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(body)

@@ -27,7 +27,15 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _tree import DEFAULT_BASE, bench_lock, ensure_tree, log, median, takeback_exe  # noqa: E402
+from _tree import (  # noqa: E402
+    DEFAULT_BASE,
+    bench_lock,
+    ensure_tree,
+    log,
+    median,
+    takeback_exe,
+    write_markdown,
+)
 
 
 def main() -> int:
@@ -37,6 +45,7 @@ def main() -> int:
     p.add_argument("--base", default=DEFAULT_BASE)
     p.add_argument("--takeback", default=None)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--markdown", default=None, metavar="FILE", help="also write the report here")
     args = p.parse_args()
     tb = takeback_exe(args.takeback)
     with bench_lock(args.base):
@@ -95,14 +104,18 @@ def main() -> int:
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
-    print(
+    report = (
         f"bisect over {args.turns} turns of {args.files} files: {len(setups)} runs, "
         f"set-up median {figures['setup_median_s']:.3f} s (max {figures['setup_max_s']:.3f} s), "
         f"cp -r {figures['cp_r_median_s']:.3f} s: {figures['ratio_median']:.2f}x "
-        f"(max {figures['ratio_max']:.2f}x); whole bisect {total:.2f} s"
+        f"(max {figures['ratio_max']:.2f}x); whole bisect {total:.2f} s\n"
     )
     verdict = "PASS" if figures["ratio_max"] <= 2.0 else "FAIL"
-    print(f"  {verdict}  each run's set-up <= 2x cp -r: {figures['ratio_max']:.2f}")
+    report += f"  {verdict}  each run's set-up <= 2x cp -r: {figures['ratio_max']:.2f}\n"
+    print(report, end="")
+    if args.markdown:
+        command = " ".join(["bench/bench_bisect.py", *sys.argv[1:]])
+        write_markdown(args.markdown, "bisect: each point's set-up against cp -r", report, command)
     return 0
 
 

@@ -61,6 +61,7 @@ from _tree import (  # noqa: E402
     takeback_exe,
     time_git_add,
     warm_cache,
+    write_markdown,
 )
 
 CHANGED_FILES = 10
@@ -358,6 +359,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--with-300k", action="store_true", help="add 300,000 files to the curve")
     p.add_argument("--repeat", type=int, default=5, help="rounds (medians are over these)")
+    p.add_argument(
+        "--markdown",
+        default=None,
+        metavar="FILE",
+        help="also write the report as a fragment of the manual (docs/bench/*.md)",
+    )
     p.add_argument("--base", default=DEFAULT_BASE, help="where trees and stores live")
     p.add_argument("--takeback", default=None, help="the takeback executable")
     p.add_argument("--json", action="store_true", help="figures as JSON on stdout")
@@ -383,6 +390,17 @@ def main(argv: list[str] | None = None) -> int:
         "console_script": console_script(takeback_exe(args.takeback)),
     }
     print_report(results, sys.stderr if args.json else sys.stdout)
+    if args.markdown:
+        import io
+
+        buf = io.StringIO()
+        print_report(results, buf)
+        write_markdown(
+            args.markdown,
+            "Snapshots and hook calls with the watching service",
+            buf.getvalue(),
+            " ".join(["bench/bench_service.py", *sys.argv[1:]]),
+        )
     print(
         f"load average {meta['loadavg_1min_start']} -> {meta['loadavg_1min_end']}; "
         f"console script: {meta['console_script']}",

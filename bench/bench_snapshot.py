@@ -97,6 +97,7 @@ from _tree import (  # noqa: E402
     time_git_add,
     timed,
     warm_cache,
+    write_markdown,
 )
 
 CHANGED_FILES = 10
@@ -678,6 +679,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=5, help="rounds (medians are over these)")
     p.add_argument("--repeat-first", type=int, default=3, help="first snapshots of each tool")
     p.add_argument("--growth-steps", type=int, default=5, help="10-file steps for growth")
+    p.add_argument(
+        "--markdown",
+        default=None,
+        metavar="FILE",
+        help="also write the report as a fragment of the manual (docs/bench/*.md)",
+    )
     p.add_argument("--base", default=DEFAULT_BASE, help="where trees and stores live")
     p.add_argument("--takeback", default=None, help="the takeback executable")
     p.add_argument(
@@ -718,6 +725,17 @@ def main(argv: list[str] | None = None) -> int:
     }
     rows, doc = summarize(r, meta)
     print_table(rows, meta, r["errors"], sys.stderr if args.json else sys.stdout)
+    if args.markdown:
+        import io
+
+        buf = io.StringIO()
+        print_table(rows, meta, r["errors"], buf)
+        write_markdown(
+            args.markdown,
+            "Snapshots without the service, first snapshots, store growth",
+            buf.getvalue(),
+            " ".join(["bench/bench_snapshot.py", *sys.argv[1:]]),
+        )
     if args.json:
         print(json.dumps(doc, indent=2, sort_keys=True))
     return 1 if r["errors"] else 0
