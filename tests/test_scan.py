@@ -283,3 +283,15 @@ def test_a_changed_folders_last_tree_is_made_from_the_cache_exactly(
     assert len(made) == 2
     for tree_id, body in made:
         assert body is not None and hashlib.sha256(body).hexdigest() == tree_id
+
+
+def test_the_listing_this_run_uses() -> None:
+    """With TAKEBACK_TEST_NO_NATIVE (one step of .ci/run) the scan lists in Python."""
+    from takeback.scan import _walk
+
+    from .conftest import NO_NATIVE
+
+    if NO_NATIVE:
+        assert vars(_walk)["_native_list"] is None
+    else:
+        assert vars(_walk)["_native_list"] is not None

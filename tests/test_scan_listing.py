@@ -102,6 +102,10 @@ def test_the_native_module_is_built_here() -> None:
     scan would silently run its check pass in Python, at about twice the cost."""
     from importlib.util import find_spec
 
+    from .conftest import NO_NATIVE
+
+    if NO_NATIVE:
+        pytest.skip("this run leaves the native module out on purpose")
     assert find_spec("takeback.scan._listing") is not None, "not built: pip install -e ."
 
 
