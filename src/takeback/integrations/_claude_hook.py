@@ -41,6 +41,7 @@ from ..errors import TakebackError, UsageError
 
 TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from .. import Session, Step, Turn, Workspace
@@ -87,9 +88,11 @@ class Payload:
     """
 
     __slots__ = (
+        "agent",
         "cwd",
         "event",
         "prompt",
+        "root",
         "session_id",
         "source",
         "tool_input",
@@ -108,7 +111,11 @@ class Payload:
         tool_use_id: str | None = None,
         prompt: str | None = None,
         source: str | None = None,
+        agent: str = AGENT,
+        root: str | None = None,
     ) -> None:
+        self.agent = agent
+        self.root = root
         self.event = event
         self.session_id = session_id
         self.cwd = cwd
@@ -170,7 +177,10 @@ def _label(text: str | None) -> str:
 
 
 def choose_root(payload: Payload | None, root: str | None, env: Mapping[str, str]) -> str:
-    """Return the workspace root: ``--root``, else ``$CLAUDE_PROJECT_DIR``, else the cwd.
+    """Return the workspace root: ``--root``, else the payload's, else the project or cwd.
+
+    The payload's root is the one another agent's reading names (its own project
+    folder); then ``$CLAUDE_PROJECT_DIR``, then the payload's cwd.
 
     Raises:
         UsageError: none of the three is known.
@@ -178,6 +188,8 @@ def choose_root(payload: Payload | None, root: str | None, env: Mapping[str, str
     """
     if root:
         return root
+    if payload is not None and payload.root:
+        return payload.root
     project = env.get("CLAUDE_PROJECT_DIR")
     if project:
         return project
@@ -406,7 +418,9 @@ def start_baseline(ws: Workspace, call: HookCall, raw: bytes, env: Mapping[str, 
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return "a baseline is being taken already"
-        argv = [sys.executable, "-m", "takeback", "hook", AGENT, "--root", ws.root]
+        argv = [sys.executable, "-m", "takeback", "hook", call.agent, "--root", ws.root]
+        if call.event:
+            argv += ["--event", call.event]
         argv += ["--store", ws.store_path]
         if call.session:
             argv += ["--session", call.session]
@@ -582,8 +596,10 @@ class HookCall:
         store: str | None = None,
         session: str | None = None,
         max_file_bytes: int | None = None,
+        event: str | None = None,
     ) -> None:
         self.agent = agent
+        self.event = event  # for an agent whose payloads do not name their event
         self.root = root
         self.store = store
         self.session = session
@@ -605,7 +621,12 @@ def _make_workspace(
 
 
 def run(
-    raw: bytes, call: HookCall, env: Mapping[str, str], *, deadline: Deadline | None = None
+    raw: bytes,
+    call: HookCall,
+    env: Mapping[str, str],
+    *,
+    deadline: Deadline | None = None,
+    read: Callable[[bytes, HookCall, Mapping[str, str]], Payload] | None = None,
 ) -> str | None:
     """Handle one hook call and return what was done; never raises.
 
@@ -618,6 +639,8 @@ def run(
         env: the environment (``TAKEBACK_STORE``, ``CLAUDE_PROJECT_DIR``).
         deadline: the call's bound, already running: told where to log, and extended
             when the call has to take the workspace's first full snapshot.
+        read: how another agent's payload is read into Claude Code's terms
+            (``._agent_hook``); default: Claude Code's own.
 
     """
     started = time.perf_counter()
@@ -627,9 +650,12 @@ def run(
     try:
         if call.problems:
             raise UsageError("; ".join(call.problems))
-        if call.agent != AGENT:
+        if read is not None:
+            payload = read(raw, call, env)
+        elif call.agent != AGENT:
             raise UsageError(f"unknown agent {call.agent!r}: takeback knows {AGENT!r}")
-        payload = parse_payload(raw)
+        else:
+            payload = parse_payload(raw)
         if deadline is not None:
             deadline.payload = payload
         ws = _make_workspace(choose_root(payload, call.root, env), store, call.max_file_bytes, env)
@@ -665,7 +691,7 @@ def run(
             where = (
                 ws.store_path if ws is not None else _fallback_log_dir(call, store, payload, env)
             )
-            _append_log(where, _line(payload, _describe(e)))
+            _append_log(where, _line(payload, _describe(e), call.agent or AGENT))
         except BaseException:  # noqa: BLE001, S110 - nowhere left to say it
             pass
         return None
@@ -709,12 +735,13 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}\n" + "\n".join(f"    {line}" for line in tb.splitlines())
 
 
-def _line(payload: Payload | None, text: str) -> str:
+def _line(payload: Payload | None, text: str, agent: str = AGENT) -> str:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
     event = payload.event if payload else "-"
     tool = f" {payload.tool_name}" if payload and payload.tool_name else ""
     sid = payload.session_id if payload else "-"
-    return f"{stamp} {AGENT} {event}{tool} session={sid}: {text}\n"
+    agent = payload.agent if payload else agent
+    return f"{stamp} {agent} {event}{tool} session={sid}: {text}\n"
 
 
 def _log_event(log_dir: str, payload: Payload | None, event: dict[str, Any]) -> None:
