@@ -1,11 +1,12 @@
 """A scripted model on 127.0.0.1: it answers a real agent's requests with fixed tool calls.
 
-The only fake in the real-agent tests. It speaks the wire format the agent uses (OpenAI's
-Responses API for Codex, Gemini's ``generateContent`` / ``streamGenerateContent``,
-Anthropic's Messages API for Claude Code), streamed as the agent asks. Which step of the
-script it answers is read from the request itself (how many tool results the
-conversation holds so far), so a retried or extra request gets the same answer: the
-script is write a file, edit it, run a command, then finish with text.
+The only fake in the real-agent tests. It speaks the wire format the agent uses, streamed
+as the agent asks: OpenAI's Responses API (Codex), its Chat Completions (Copilot CLI's
+own provider settings), Gemini's ``generateContent`` and ``streamGenerateContent``, and
+Anthropic's Messages API (Claude Code). Which step of the script it answers is read from
+the request itself (how many tool results the conversation holds so far), so a retried
+or extra request gets the same answer: the script is write a file, edit it, run a
+command, then finish with text.
 
 It listens on a free port of 127.0.0.1 only, answers at most ``MAX_REQUESTS`` requests,
 and stops by itself after ``lifetime`` seconds; leaving the ``with`` block stops it.
@@ -137,6 +138,43 @@ def _codex(model: Model, body: dict[str, Any]) -> bytes:
             ),
         ]
     )
+
+
+def _completions(model: Model, body: dict[str, Any]) -> bytes:
+    """OpenAI Chat Completions, streamed (Copilot CLI's own provider settings)."""
+    done = sum(1 for m in body.get("messages") or [] if m.get("role") == "tool")
+    step = model.step(done)
+    cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+    if step.kind == "done":
+        delta: dict[str, Any] = {"role": "assistant", "content": step.text}
+        finish = "stop"
+    else:
+        name, args = {
+            "write": ("create", {"path": step.path, "file_text": step.text}),
+            "edit": ("edit", {"path": step.path, "old_str": step.old, "new_str": step.text}),
+            "shell": ("bash", {"command": step.text, "description": "run"}),
+        }[step.kind]
+        call = {
+            "index": 0,
+            "id": f"call_{done:04d}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)},
+        }
+        delta = {"role": "assistant", "content": None, "tool_calls": [call]}
+        finish = "tool_calls"
+
+    def chunk(choice_delta: dict[str, Any], reason: str | None) -> dict[str, Any]:
+        return {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": 1767225600,
+            "model": body.get("model", "m"),
+            "choices": [{"index": 0, "delta": choice_delta, "finish_reason": reason}],
+        }
+
+    usage = {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
+    last = {**chunk({}, finish), "usage": usage}
+    return _sse([(None, chunk(delta, None)), (None, last)]) + b"data: [DONE]\n\n"
 
 
 def _gemini_call(step: Step) -> dict[str, Any]:
@@ -284,7 +322,9 @@ def _handler(model: Model) -> type[http.server.BaseHTTPRequestHandler]:
             if over or not isinstance(body, dict):
                 self._send(400, b'{"error": "over the script"}', "application/json")
                 return
-            if self.path.startswith("/v1/responses"):
+            if self.path.startswith("/v1/chat/completions"):
+                self._send(200, _completions(model, body), "text/event-stream")
+            elif self.path.startswith("/v1/responses"):
                 self._send(200, _codex(model, body), "text/event-stream")
             elif "/models/" in self.path and "Content" in self.path:
                 stream = "streamGenerateContent" in self.path

@@ -267,3 +267,65 @@ def test_gemini(tmp_path: Path) -> None:
         )
     assert "takeback" in proc.stderr  # Gemini names the project hooks it runs
     check_undo(tb, ws, s0, model, "gemini")
+
+
+# -- Copilot CLI -----------------------------------------------------------------------
+
+
+def test_copilot(tmp_path: Path) -> None:
+    exe = agent_exe("copilot")
+    ws, env = scratch(tmp_path)
+    tb = CLI(ws, tmp_path / "store")
+    install(tb, "copilot", ws)
+    # Its own provider settings (bring your own model): an OpenAI-compatible endpoint,
+    # and no call to GitHub at all.
+    env.update(
+        COPILOT_PROVIDER_TYPE="openai",
+        COPILOT_PROVIDER_API_KEY="not-a-key",
+        COPILOT_MODEL="gpt-4.1",
+        COPILOT_OFFLINE="1",
+        COPILOT_AUTO_UPDATE="false",
+        COPILOT_PKG_CACHE_HOME=str(tmp_path / "copilot-cache"),
+    )
+    # Copilot runs a repository's hooks only in a folder the person trusts; answering its
+    # question writes the folder here.
+    config = Path(env["HOME"]) / ".copilot" / "config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"trusted_folders": [str(ws)]}))
+    s0 = state(ws)
+    with scripted_model(script(ws), on_step=person_edits(ws)) as model:
+        env["COPILOT_PROVIDER_BASE_URL"] = f"http://127.0.0.1:{model.port}/v1"
+        run_agent(
+            [str(exe), "-p", "Write hello.py, bump VALUE, build.", "--allow-all-tools"],
+            ws,
+            env,
+        )
+    check_undo(tb, ws, s0, model, "copilot")
+
+
+# -- Claude Code (the control: the same reply through the hooks takeback began with) ---
+
+
+def test_claude_code(tmp_path: Path) -> None:
+    exe = agent_exe("claude")
+    ws, env = scratch(tmp_path)
+    tb = CLI(ws, tmp_path / "store")
+    install(tb, "claude-code", ws)
+    env.update(
+        ANTHROPIC_API_KEY="not-a-key",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_TELEMETRY="1",
+        DISABLE_ERROR_REPORTING="1",
+        DISABLE_AUTOUPDATER="1",
+    )
+    s0 = state(ws)
+    with scripted_model(script(ws), on_step=person_edits(ws)) as model:
+        env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{model.port}"
+        run_agent(
+            [str(exe), "-p", "Write hello.py, bump VALUE, build."]
+            + ["--output-format", "stream-json", "--verbose"]
+            + ["--permission-mode", "acceptEdits", "--allowedTools", "Bash"],
+            ws,
+            env,
+        )
+    check_undo(tb, ws, s0, model, "claude-code")

@@ -7,10 +7,11 @@ Copilot CLI (``.github/hooks/*.json``, version 1; see docs/agents.md) sends
 and no event name: the installed command names it (``takeback hook copilot --event
 preToolUse``). A payload that does name its event (``hook_event_name``, the format of
 its PascalCase events) is read by that name, with ``session_id``, ``tool_name`` and
-``tool_input``. ``edit`` and ``create`` name their file in ``path``; ``bash`` is a step.
-Tool calls carry no id: a call's before- and after-event are paired by the tool's name
-and arguments. A payload with no session id (older releases) records in the session
-``copilot``. The workspace is ``--root``, else the payload's ``cwd``.
+``tool_input``. ``edit`` and ``create`` name their file in ``path``; ``bash`` and
+``apply_patch`` are steps. Tool calls carry no id: a call's before- and after-event are
+paired by the tool's name and arguments. A payload with no session id (older releases)
+records in the session ``copilot``. The workspace is ``--root``, else the payload's
+``cwd``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ if TYPE_CHECKING:
     from ._claude_hook import HookCall, Payload
 
 AGENT = "copilot"
-FILE_TOOLS = ("edit", "create", "write", "str_replace", "Edit", "Write")
-SHELL_TOOLS = ("bash", "shell", "powershell", "Bash")
+FILE_TOOLS = ("edit", "create")
+#: tools whose writes are found by snapshots around them: the shells, and the patch tool
+#: it offers models that write patches (it may add, move and delete several files)
+SHELL_TOOLS = ("bash", "powershell", "apply_patch")
 EVENTS: tuple[tuple[str, str | None], ...] = (
     ("sessionStart", None),
     ("userPromptSubmitted", None),
