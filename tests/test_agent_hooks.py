@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from ._ui import request, serve_ui
 from .conftest import CLI, SRC, state
 
 AGENTS = ("codex", "gemini", "cursor", "copilot")
@@ -265,6 +266,7 @@ def test_a_reply_is_recorded_and_undone_exactly(
         "out": "created",
         "out/log.txt": "created",
     }
+    assert f"session {session} ({agent}), turn 1" in tb("log").stdout
     out = tb("undo").stdout
     assert f"Undid turn 1 of session {session!r}." in out, out
     expected = {**s0, "notes.txt": state(ws_dir)["notes.txt"]}
@@ -290,6 +292,11 @@ def test_two_agents_in_one_workspace_each_their_own_session(
 
     sessions = {s["session"] for s in json.loads(tb("log", "--all", "--json").stdout)}
     assert {"codex-1", "gemini-1"} <= sessions
+    with serve_ui(ws_dir, store_dir) as ui:  # the page says which agent each session is
+        status, body = request(ui.port, f"/api/timeline?token={ui.token}")
+    assert status == 200
+    agents = {s["name"]: s["agent"] for s in json.loads(body)["sessions"]}
+    assert agents == {"codex-1": "codex", "gemini-1": "gemini"}
     assert "Undid turn 1 of session 'gemini-1'." in tb("undo").stdout
     assert state(ws_dir) == s1  # the newest reply only
     assert "Undid turn 1 of session 'codex-1'." in tb("undo", "--session", "codex-1").stdout

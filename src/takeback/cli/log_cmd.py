@@ -30,10 +30,12 @@ def run(ctx: Ctx) -> int:
         # The spec makes this one a bare list of snapshot objects (no schema wrapper).
         print(json.dumps([s.to_json() for s in snaps], indent=2, sort_keys=True))
         return 0
+    agents = ws.session_agents()
     for s in snaps:
         where = []
         if s.session:
-            where.append(f"session {s.session}")
+            agent = agents.get(s.session)
+            where.append(f"session {s.session}" + (f" ({agent})" if agent else ""))
         if s.turn is not None:
             where.append(f"turn {s.turn}")
         if s.step is not None:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import UsageError
+from ._claude_hook import FIRST_SCAN_TIMEOUT
 from ._claude_settings import SettingsChange, _write_settings, load_settings
 
 #: agent -> (module with its EVENTS, layout, key of the handler's command, own file)
@@ -38,6 +39,11 @@ _AGENTS: dict[str, tuple[str, str, str, bool]] = {
     "copilot": ("_copilot", "flat", "bash", True),
 }
 AGENTS = tuple(_AGENTS)
+#: Seconds an agent lets one call run, where its default is shorter (Copilot 30 s, Gemini
+#: 60 s): the call that waits for the workspace's first full snapshot may take that long
+#: (Codex and Claude Code allow as much by default).
+#: Every other call ends within its own bound of 30 s.
+HOOK_TIMEOUT = int(FIRST_SCAN_TIMEOUT)
 
 #: what each agent needs a person to do before installed hooks run
 NOTES: dict[str, str] = {
@@ -110,11 +116,20 @@ def handlers(agent: str, command: str) -> dict[str, tuple[str | None, dict[str, 
     for event, matcher in events:
         if agent == "copilot":
             # Its camelCase payloads name no event: the command does.
-            handler: dict[str, Any] = {"type": "command", key: f"{command} --event {event}"}
+            handler: dict[str, Any] = {
+                "type": "command",
+                key: f"{command} --event {event}",
+                "timeoutSec": HOOK_TIMEOUT,
+            }
         elif agent == "cursor":
             handler = {key: command, **({"matcher": matcher} if matcher else {})}
         elif agent == "gemini":
-            handler = {"type": "command", "name": "takeback", key: command}
+            handler = {
+                "type": "command",
+                "name": "takeback",
+                key: command,
+                "timeout": HOOK_TIMEOUT * 1000,  # milliseconds
+            }
         else:
             handler = {"type": "command", key: command}
         out[event] = (matcher if layout == "nested" else None, handler)

@@ -366,6 +366,7 @@ def handle(
         return f"step {step_obj.n} finished: {len(step_obj.changed)} path(s) changed{done}"
     if event == "UserPromptSubmit":
         turn = ws.session(name).turn(label=_label(payload.prompt))
+        ws.mark_agent(name, payload.agent)  # so the log and the page say whose it is
         return f"turn {turn.n} begun{done}"
     if event == "SessionStart":
         return f"session start ({payload.source or '-'}): {_session_start(ws, name, env)}{done}"
