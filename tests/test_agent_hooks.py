@@ -460,3 +460,49 @@ def test_broken_input_exits_0_and_says_nothing_the_agent_would_misread(
     assert state(ws_dir) == before
     if raw.strip() and agent != "copilot":
         assert agent in (store_dir / "hook.log").read_text()
+
+
+def test_a_codex_patch_touches_every_file_it_names_and_undo_puts_them_back(
+    tb: CLI, ws_dir: Path, store_dir: Path
+) -> None:
+    (ws_dir / "old.py").write_text("old\n")
+    (ws_dir / "gone.py").write_text("gone\n")
+    (ws_dir / "notes.txt").write_text("notes\n")
+    _install(tb, "codex")
+    s0 = state(ws_dir)
+    codex = Player("codex", ws_dir, store_dir, "c")
+    codex.prompt("Move old.py, delete gone.py, add new.py.")
+    patch = (
+        "*** Begin Patch\n*** Add File: pkg/new.py\n+new\n"
+        "*** Update File: old.py\n*** Move to: moved.py\n@@\n-old\n+moved\n"
+        "*** Delete File: gone.py\n*** End Patch\n"
+    )
+    pre = {
+        **codex._common("PreToolUse"),
+        "tool_name": "apply_patch",
+        "tool_use_id": "p1",
+        "tool_input": {"command": patch},
+    }
+    codex.send("PreToolUse", pre, "apply_patch")
+    (ws_dir / "pkg").mkdir()
+    (ws_dir / "pkg" / "new.py").write_text("new\n")
+    (ws_dir / "old.py").rename(ws_dir / "moved.py")
+    (ws_dir / "moved.py").write_text("moved\n")
+    (ws_dir / "gone.py").unlink()
+    (ws_dir / "notes.txt").write_text("a person's edit meanwhile\n")
+    codex.send(
+        "PostToolUse", {**pre, **codex._common("PostToolUse"), "tool_response": "ok"}, "apply_patch"
+    )
+    codex.stop()
+    changes = json.loads(tb("changes", "--json").stdout)
+    assert {c["path"]: c["status"] for c in changes["changes"]} == {
+        "pkg/new.py": "created",
+        "old.py": "deleted",
+        "moved.py": "created",
+        "gone.py": "deleted",
+    }
+    tb("undo")
+    after = state(ws_dir)
+    assert after.pop("notes.txt")[1] == b"a person's edit meanwhile\n"
+    s0.pop("notes.txt")
+    assert after == s0

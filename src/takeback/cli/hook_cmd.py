@@ -189,7 +189,8 @@ def _relayed(argv: Sequence[str], call: HookCall, raw: bytes, deadline: Deadline
         doc = json.loads(raw)
     except ValueError:
         return False
-    if not isinstance(doc, dict) or doc.get("hook_event_name") in (None, *_STARTS):
+    # Copilot's camelCase payloads name no event: its command does (``--event``).
+    if not isinstance(doc, dict) or (doc.get("hook_event_name") or call.event) in (None, *_STARTS):
         return False
     env = os.environ
     cwd = doc.get("cwd")

@@ -7,8 +7,9 @@
 onto a session (the agent's conversation id), a turn and its steps:
 
 - :data:`PROMPT`: the person's prompt opens a turn;
-- :data:`BEFORE` of :data:`FILE_TOOL`: a file tool is about to write the path it names
-  (the file is touched: its state before is kept);
+- :data:`BEFORE` of :data:`FILE_TOOL`: a file tool is about to write the path it names,
+  or a patch tool every path its patch names (each file is touched: its state before is
+  kept);
 - :data:`BEFORE` / :data:`AFTER` of :data:`SHELL_TOOL`: a command (or any tool whose
   writes are not known one path at a time) is a step bracketed by snapshots; a step
   whose end never comes (a failed or denied call) is finished at the session's next call;
@@ -25,10 +26,11 @@ Nothing here is loaded but by a hook call: the settings files are :mod:`._agent_
 from __future__ import annotations
 
 import json
+import re
 
 from ..errors import UsageError
 from ._claude_hook import AGENT as CLAUDE_CODE
-from ._claude_hook import Payload
+from ._claude_hook import MANY_FILES, Payload
 
 TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
@@ -136,6 +138,21 @@ def call_key(tool: str, tool_input: Mapping[str, Any]) -> str:
     return "args-" + hashlib.sha256(doc.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
+
+
+def patch_files(patch: object) -> list[str]:
+    """Return every file an ``apply_patch`` patch adds, changes, deletes or moves to.
+
+    The patch format (``*** Begin Patch``, then ``*** Add File: PATH``, ``*** Update
+    File: PATH`` with an optional ``*** Move to: PATH``, ``*** Delete File: PATH``) is the
+    one Codex's and Copilot CLI's patch tools take; paths are relative to the cwd.
+    """
+    if not isinstance(patch, str):
+        return []
+    return list(dict.fromkeys(_PATCH_FILE.findall(patch)))
+
+
 def root_of(call: HookCall, env: Mapping[str, str], var: str, cwd: str | None) -> str | None:
     """Return the workspace root: ``--root``, else the agent's project variable, else cwd."""
     return call.root or env.get(var) or cwd
@@ -170,6 +187,12 @@ class Reading:
             return self.ignored()
         return self._payload(
             BEFORE, tool_name=FILE_TOOL, tool_input={"file_path": path}, tool_use_id=call_id
+        )
+
+    def touch_all(self, paths: list[str], call_id: str | None) -> Payload:
+        """A patch tool is about to write every one of ``paths`` (each kept as a touch)."""
+        return self._payload(
+            BEFORE, tool_name=FILE_TOOL, tool_input={MANY_FILES: paths}, tool_use_id=call_id
         )
 
     def command(self, label: str, call_id: str | None, *, after: bool) -> Payload:

@@ -57,6 +57,9 @@ FILE_TOOLS: dict[str, str] = {
 }
 #: tools whose effects are found by snapshots around them
 COMMAND_TOOLS = frozenset({"Bash"})
+#: the key of a file tool's ``tool_input`` that names several files (no Claude Code tool
+#: does; another agent's patch tool, read by ``._agent_hook``)
+MANY_FILES = "file_paths"
 
 LABEL_MAX = 200
 #: How long one hook call may run before it gives up (``TAKEBACK_HOOK_TIMEOUT``, seconds;
@@ -328,16 +331,19 @@ def handle(
     done = f" (finished steps {finished})" if finished else ""
     if event == "PreToolUse" and tool in FILE_TOOLS:
         key = FILE_TOOLS[tool]
-        path = payload.tool_input.get(key)
-        if not isinstance(path, str) or not path:
+        # Another agent's patch tool names several files (``._agent_hook``).
+        paths = payload.tool_input.get(MANY_FILES) or [payload.tool_input.get(key)]
+        if not all(isinstance(p, str) and p for p in paths):
             raise UsageError(f"{tool} payload has no tool_input.{key}")
-        path = _expand_user(path, os.environ if env is None else env)
+        home = os.environ if env is None else env
         # Refused before anything is recorded: a path outside the root is never kept.
-        rel = ws.rel(path, base=payload.cwd or ws.root)
+        rels = [ws.rel(_expand_user(p, home), base=payload.cwd or ws.root) for p in paths]
         turn = _open_turn(ws.session(name))
-        kept = turn.touch(rel, tool_call_id=payload.tool_use_id)
-        what = "touched" if kept else "already touched or out of scope"
-        return f"turn {turn.n}: {what} {rel}{done}"
+        said = []
+        for rel in rels:
+            kept = turn.touch(rel, tool_call_id=payload.tool_use_id)
+            said.append(f"{'touched' if kept else 'already touched or out of scope'} {rel}")
+        return f"turn {turn.n}: {', '.join(said)}{done}"
     if event == "PreToolUse" and tool in COMMAND_TOOLS:
         command = payload.tool_input.get("command")
         label = _label(command if isinstance(command, str) else tool) or tool
@@ -369,7 +375,11 @@ def handle(
         ws.mark_agent(name, payload.agent)  # so the log and the page say whose it is
         return f"turn {turn.n} begun{done}"
     if event == "SessionStart":
-        return f"session start ({payload.source or '-'}): {_session_start(ws, name, env)}{done}"
+        start = _session_start(ws, name, env, fork=payload.source == "fork")
+        return f"session start ({payload.source or '-'}): {start}{done}"
+    if event == "PostToolBatch":
+        # Every call of the batch has resolved: the steps still open ended just above.
+        return f"batch resolved{done}"
     if event in ("Stop", "SessionEnd"):
         if not ws.has_store():
             return "no store: nothing to end"
@@ -384,14 +394,18 @@ def handle(
 # -- the baseline, begun when the session starts ---------------------------------------
 
 
-def _session_start(ws: Workspace, name: str, env: Mapping[str, str] | None) -> str:
+def _session_start(
+    ws: Workspace, name: str, env: Mapping[str, str] | None, *, fork: bool = False
+) -> str:
     """Take the baseline in the detached process; elsewhere leave it to the first prompt.
 
     A workspace with snapshots has a scan cache, so the first prompt's baseline costs a
     walk of stats, not a read of every file (:func:`run` starts the detached process
-    when it has none).
+    when it has none). A forked conversation (``source`` ``fork``: a new session id, the
+    parent's conversation so far) takes its baseline at once: its start is the state it
+    was forked in, whatever happens before its first prompt.
     """
-    if env is not None and env.get(BASELINE_ENV):
+    if fork or (env is not None and env.get(BASELINE_ENV)):
         info = ws.session(name).start()
         return f"baseline {info.baseline[:12]} taken"
     return "nothing to start; the baseline is taken at the first prompt"

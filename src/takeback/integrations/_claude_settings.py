@@ -40,6 +40,12 @@ FAILURE_SPEC: tuple[str, str | None] = ("PostToolUseFailure", "|".join(sorted(CO
 #: without a changelog entry early in 2.1; this is the earliest release we know of whose
 #: users report the event firing, not a guess below it)
 FAILURE_EVENT_SINCE = (2, 1, 50)
+#: sent once a batch of tool calls has resolved, before the next model call: every
+#: command step still open in it ends there (a denied call's too) instead of at the next
+#: call; installed from :data:`BATCH_EVENT_SINCE`, the release it was seen working in
+#: (the one the real-agent tests run), not a guess below it
+BATCH_SPEC: tuple[str, str | None] = ("PostToolBatch", None)
+BATCH_EVENT_SINCE = (2, 1, 332)
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
@@ -74,9 +80,12 @@ def claude_version(env: Mapping[str, str]) -> tuple[int, int, int] | None:
 
 def hook_specs(version: tuple[int, int, int] | None) -> tuple[tuple[str, str | None], ...]:
     """Return the events to install for a Claude Code version (None: not known)."""
+    specs = HOOK_SPECS
     if version is not None and version >= FAILURE_EVENT_SINCE:
-        return (*HOOK_SPECS, FAILURE_SPEC)
-    return HOOK_SPECS
+        specs = (*specs, FAILURE_SPEC)
+    if version is not None and version >= BATCH_EVENT_SINCE:
+        specs = (*specs, BATCH_SPEC)
+    return specs
 
 
 _OURS = re.compile(

@@ -3,16 +3,15 @@
 Codex (``hooks.json``, its hook format as of codex-cli 0.171; see docs/agents.md) sends
 ``SessionStart``, ``UserPromptSubmit``, ``PreToolUse``, ``PostToolUse`` and ``Stop`` with
 ``session_id``, ``cwd`` and, for a tool, ``tool_name``, ``tool_input`` and
-``tool_use_id``. Its shell tools report themselves as ``Bash`` (``tool_input.command``);
-``apply_patch`` carries a patch that may add, change, move and delete several files, so
-it is recorded as a step bracketed by snapshots, like a command, and what it did is
-found exactly. The workspace is ``--root``, else the payload's ``cwd`` (Codex runs its
-hooks there).
+``tool_use_id``. Its shell tools report themselves as ``Bash`` (``tool_input.command``),
+a step bracketed by snapshots. ``apply_patch`` carries its patch in
+``tool_input.command``: every file the patch adds, changes, moves or deletes is touched
+before it runs, as a file tool's; a patch whose files cannot be read from it is recorded
+as a step instead, so that nothing it does goes unrecorded. The workspace is ``--root``,
+else the payload's ``cwd`` (Codex runs its hooks there).
 """
 
 from __future__ import annotations
-
-import re
 
 from . import _agent_hook as ah
 
@@ -33,7 +32,6 @@ EVENTS: tuple[tuple[str, str | None], ...] = (
     ("PostToolUse", "|".join(STEP_TOOLS)),
     ("Stop", None),
 )
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 
 
 def read(raw: bytes, call: HookCall, env: Mapping[str, str]) -> Payload:
@@ -55,14 +53,18 @@ def read(raw: bytes, call: HookCall, env: Mapping[str, str]) -> Payload:
             return r.ignored(event)
         tool_input = ah.args(doc.get("tool_input"))
         command = tool_input.get("command")
+        call_id = ah.text(doc, "tool_use_id")
+        after = event == "PostToolUse"
         if tool == "apply_patch":
-            files = _PATCH_FILE.findall(command) if isinstance(command, str) else []
-            label = f"apply_patch {' '.join(files)}".strip()
+            files = ah.patch_files(command)
+            if files:
+                return r.ignored(event) if after else r.touch_all(files, call_id)
+            label = "apply_patch"
         elif isinstance(command, list):
             label = " ".join(str(c) for c in command)
         else:
             label = command if isinstance(command, str) else tool
-        return r.command(label, ah.text(doc, "tool_use_id"), after=event == "PostToolUse")
+        return r.command(label, call_id, after=after)
     if event == "Stop":
         return r.stop()
     if event == "SessionStart":

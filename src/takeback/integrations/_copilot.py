@@ -7,8 +7,9 @@ Copilot CLI (``.github/hooks/*.json``, version 1; see docs/agents.md) sends
 and no event name: the installed command names it (``takeback hook copilot --event
 preToolUse``). A payload that does name its event (``hook_event_name``, the format of
 its PascalCase events) is read by that name, with ``session_id``, ``tool_name`` and
-``tool_input``. ``edit`` and ``create`` name their file in ``path``; ``bash`` and
-``apply_patch`` are steps. Tool calls carry no id: a call's before- and after-event are
+``tool_input``. ``edit`` and ``create`` name their file in ``path``, and every file an
+``apply_patch`` patch names is touched (a patch whose files cannot be read is a step);
+``bash`` is a step. Tool calls carry no id: a call's before- and after-event are
 paired by the tool's name and arguments. A payload with no session id (older releases)
 records in the session ``copilot``. The workspace is ``--root``, else the payload's
 ``cwd``.
@@ -79,6 +80,11 @@ def read(raw: bytes, call: HookCall, env: Mapping[str, str]) -> Payload:
         tool_input = ah.args(raw_args)
         if kind == ah.BEFORE and tool in FILE_TOOLS:
             return r.touch(ah.text(tool_input, "path", "file_path"), None)
+        if tool == "apply_patch":
+            patch = raw_args if isinstance(raw_args, str) else ah.text(tool_input, "input")
+            files = ah.patch_files(patch)
+            if files:
+                return r.touch_all(files, None) if kind == ah.BEFORE else r.ignored(event)
         if tool in SHELL_TOOLS:
             label = ah.text(tool_input, "command") or tool
             return r.command(label, ah.call_key(tool, tool_input), after=kind == ah.AFTER)
