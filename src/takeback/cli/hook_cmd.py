@@ -124,10 +124,9 @@ def entry(argv: Sequence[str], *, end: Callable[[int], None] | None = None) -> i
     """Run a hook call and return 0; return None when ``argv`` is not a hook call.
 
     Nothing is printed on stdout but the agent's "go on" (:data:`ANSWERS`), and every
-    exception (argument errors included) is
-    logged and swallowed. ``end`` is called (with 0) once the call is recorded, by the
-    service or here (its workspace closed): the process that calls ``entry`` has
-    nothing left to do then.
+    exception (argument errors included) is logged and swallowed. ``end`` is called
+    (with 0) once the call is recorded, by the service or here (its workspace closed):
+    the process that calls ``entry`` has nothing left to do then.
     """
     if not is_hook_call(argv):
         return None

@@ -10,10 +10,15 @@ not installed) is finished then. Claude Code's session id is takeback's session.
 events and tools are installed in the settings file is :mod:`._claude_settings`'
 business.
 
-``SessionStart`` (whatever its ``source``: startup, resume, clear, compact) starts the
-workspace's first snapshot, when it has none yet, in a detached process, and returns at
-once: that snapshot reads every file, and the person's first prompt should wait only
-for what is left of it. The detached process takes the session's baseline while it
+``PostToolBatch`` (a batch of tool calls resolved) finishes the command steps still open
+in it. Every other agent's hook call is read into these same events by
+:mod:`._agent_hook` and recorded here, each payload naming its agent.
+
+``SessionStart`` (whatever its ``source``: startup, resume, clear, compact, fork) starts
+the workspace's first snapshot, when it has none yet, in a detached process, and returns
+at once (a fork, a new session id, also takes its own baseline there and then): that
+snapshot reads every file, and the person's first prompt should wait only for what is
+left of it. The detached process takes the session's baseline while it
 holds an exclusive ``flock`` on ``<store>/claude-code/baseline.lock`` (taken by the
 ``SessionStart`` call and handed down, so there is no moment when neither holds it);
 every other call waits for that lock first, within its own time bound, and then finds
