@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from ._service import running_service
 from ._ui import request, serve_ui
 from .conftest import CLI, SRC, state
 
@@ -506,3 +507,22 @@ def test_a_codex_patch_touches_every_file_it_names_and_undo_puts_them_back(
     assert after.pop("notes.txt")[1] == b"a person's edit meanwhile\n"
     s0.pop("notes.txt")
     assert after == s0
+
+
+@pytest.mark.parametrize("agent", ["copilot", "gemini"])
+def test_with_the_service_running_it_records_each_agents_calls(
+    tb: CLI, ws_dir: Path, store_dir: Path, agent: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call is handed to the workspace's watching service (Copilot's by its --event)."""
+    _workspace(ws_dir)
+    _install(tb, agent)
+    tb("snapshot")
+    s0 = state(ws_dir)
+    monkeypatch.delenv("TAKEBACK_RELAY", raising=False)
+    with running_service(ws_dir, store_dir):
+        player = Player(agent, ws_dir, store_dir, f"{agent}-served")
+        _reply(player, ws_dir)
+        status = json.loads(tb("service", "status", "--json").stdout)
+    assert status["calls"] >= player.calls - 1  # every call but the conversation's start
+    assert "Undid turn 1" in tb("undo").stdout
+    assert state(ws_dir) == s0
