@@ -199,49 +199,48 @@ def _hooks_list(proc: subprocess.Popen[str], ws: Path) -> list[dict[str, Any]]:
     return list(ask(2, "hooks/list", {"cwds": [str(ws)]})["data"][0]["hooks"])
 
 
+def run_codex(exe: Path, ws: Path, env: dict[str, str], home: Path, model: Model) -> None:
+    """Run ``codex exec`` once in ``ws`` against the scripted model (its config in ``home``)."""
+    home.mkdir(exist_ok=True)
+    env = {**env, "CODEX_HOME": str(home), "TEST_MODEL_KEY": "not-a-key"}
+    config = home / "config.toml"
+    config.write_text(
+        # gpt-5.5: a model Codex knows, so it offers its apply_patch tool
+        'model = "gpt-5.5"\nmodel_provider = "scripted"\n'
+        "[model_providers.scripted]\n"
+        'name = "scripted"\n'
+        f'base_url = "http://127.0.0.1:{model.port}/v1"\n'
+        'wire_api = "responses"\nenv_key = "TEST_MODEL_KEY"\n'
+        "request_max_retries = 0\nstream_max_retries = 0\n"
+        f'[projects.{json.dumps(str(ws))}]\ntrust_level = "trusted"\n'
+    )
+    assert _codex_trust(exe, ws, env, config) == 5
+    run_agent(
+        [str(exe), "exec", "--skip-git-repo-check"]
+        + ["--dangerously-bypass-approvals-and-sandbox", "Do as you are told."],
+        ws,
+        env,
+    )
+
+
 def test_codex(tmp_path: Path) -> None:
     exe = agent_exe("codex")
     ws, env = scratch(tmp_path)
     tb = CLI(ws, tmp_path / "store")
     install(tb, "codex", ws)
-    codex_home = tmp_path / "codex-home"
-    codex_home.mkdir()
-    env["CODEX_HOME"] = str(codex_home)
-    env["TEST_MODEL_KEY"] = "not-a-key"
     s0 = state(ws)
     with scripted_model(script(ws), on_step=person_edits(ws)) as model:
-        config = codex_home / "config.toml"
-        config.write_text(
-            # gpt-5.5: a model Codex knows, so it offers its apply_patch tool
-            'model = "gpt-5.5"\nmodel_provider = "scripted"\n'
-            "[model_providers.scripted]\n"
-            'name = "scripted"\n'
-            f'base_url = "http://127.0.0.1:{model.port}/v1"\n'
-            'wire_api = "responses"\nenv_key = "TEST_MODEL_KEY"\n'
-            "request_max_retries = 0\nstream_max_retries = 0\n"
-            f'[projects.{json.dumps(str(ws))}]\ntrust_level = "trusted"\n'
-        )
-        assert _codex_trust(exe, ws, env, config) == 5
-        s0 = state(ws)
-        run_agent(
-            [str(exe), "exec", "--skip-git-repo-check"]
-            + ["--dangerously-bypass-approvals-and-sandbox", "Write hello.py, bump VALUE, build."],
-            ws,
-            env,
-        )
+        run_codex(exe, ws, env, tmp_path / "codex-home", model)
     check_undo(tb, ws, s0, model, "codex")
 
 
 # -- Gemini CLI ------------------------------------------------------------------------
 
 
-def test_gemini(tmp_path: Path) -> None:
-    exe = agent_exe("gemini")
-    ws, env = scratch(tmp_path)
-    tb = CLI(ws, tmp_path / "store")
-    install(tb, "gemini", ws)
+def run_gemini(exe: Path, ws: Path, env: dict[str, str], model: Model) -> str:
+    """Run ``gemini -p`` once in ``ws`` against the scripted model; return its stderr."""
     gemini_dir = Path(env["HOME"]) / ".gemini"
-    gemini_dir.mkdir()
+    gemini_dir.mkdir(exist_ok=True)
     # What a person's first run sets up: an API key as the way in, the project trusted;
     # telemetry, usage statistics and updates off (nothing may leave the machine).
     (gemini_dir / "settings.json").write_text(
@@ -255,18 +254,61 @@ def test_gemini(tmp_path: Path) -> None:
         )
     )
     (gemini_dir / "trustedFolders.json").write_text(json.dumps({str(ws): "TRUST_FOLDER"}))
-    env.update(GEMINI_API_KEY="not-a-key", GEMINI_TELEMETRY_ENABLED="false")
+    env = {
+        **env,
+        "GEMINI_API_KEY": "not-a-key",
+        "GEMINI_TELEMETRY_ENABLED": "false",
+        "GOOGLE_GEMINI_BASE_URL": f"http://127.0.0.1:{model.port}",
+    }
+    proc = run_agent(
+        [str(exe), "-p", "Do as you are told."]
+        + ["--approval-mode", "yolo", "--output-format", "json"],
+        ws,
+        env,
+    )
+    return proc.stderr
+
+
+def test_gemini(tmp_path: Path) -> None:
+    exe = agent_exe("gemini")
+    ws, env = scratch(tmp_path)
+    tb = CLI(ws, tmp_path / "store")
+    install(tb, "gemini", ws)
     s0 = state(ws)
     with scripted_model(script(ws), on_step=person_edits(ws)) as model:
-        env["GOOGLE_GEMINI_BASE_URL"] = f"http://127.0.0.1:{model.port}"
-        proc = run_agent(
-            [str(exe), "-p", "Write hello.py, bump VALUE, build."]
-            + ["--approval-mode", "yolo", "--output-format", "json"],
-            ws,
-            env,
-        )
-    assert "takeback" in proc.stderr  # Gemini names the project hooks it runs
+        stderr = run_gemini(exe, ws, env, model)
+    assert "takeback" in stderr  # Gemini names the project hooks it runs
     check_undo(tb, ws, s0, model, "gemini")
+
+
+def test_codex_then_gemini_in_one_workspace(tmp_path: Path) -> None:
+    """Two agents, one history: two sessions, and undo takes back the newest reply only."""
+    codex, gemini = agent_exe("codex"), agent_exe("gemini")
+    ws, env = scratch(tmp_path)
+    tb = CLI(ws, tmp_path / "store")
+    install(tb, "codex", ws)
+    install(tb, "gemini", ws)
+    s0 = state(ws)
+    with scripted_model(script(ws)) as model:
+        run_codex(codex, ws, env, tmp_path / "codex-home", model)
+    s1 = state(ws)
+    second = [
+        Step("write", str(ws / "second.py"), "print('second')\n"),
+        Step("edit", str(ws / "app.py"), "VALUE = 3", old="VALUE = 2"),
+        Step("shell", text="echo again >> build.log && echo v3 > version.txt"),
+        Step("done", text="Done again."),
+    ]
+    with scripted_model(second) as model:
+        run_gemini(gemini, ws, env, model)
+    assert (ws / "app.py").read_text() == "VALUE = 3\n"
+    sessions = {s["session"] for s in json.loads(tb("log", "--all", "--json").stdout)}
+    agents = tb("log", "--all").stdout
+    assert len(sessions) == 2 and "(codex)" in agents and "(gemini)" in agents
+    out = tb("undo").stdout
+    assert state(ws) == s1, out  # Gemini's reply, and only it
+    codex_session = next(s for s in sessions if f"session {s} (codex)" in agents)
+    tb("undo", "--session", codex_session)
+    assert state(ws) == s0
 
 
 # -- Copilot CLI -----------------------------------------------------------------------

@@ -26,7 +26,6 @@ Nothing here is loaded but by a hook call: the settings files are :mod:`._agent_
 from __future__ import annotations
 
 import json
-import re
 
 from ..errors import UsageError
 from ._claude_hook import AGENT as CLAUDE_CODE
@@ -138,7 +137,8 @@ def call_key(tool: str, tool_input: Mapping[str, Any]) -> str:
     return "args-" + hashlib.sha256(doc.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
+#: the lines of a patch that name a file (compiled on first use: most calls read no patch)
+_PATCH_FILE = r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$"
 
 
 def patch_files(patch: object) -> list[str]:
@@ -150,7 +150,9 @@ def patch_files(patch: object) -> list[str]:
     """
     if not isinstance(patch, str):
         return []
-    return list(dict.fromkeys(_PATCH_FILE.findall(patch)))
+    import re
+
+    return list(dict.fromkeys(re.findall(_PATCH_FILE, patch, re.MULTILINE)))
 
 
 def root_of(call: HookCall, env: Mapping[str, str], var: str, cwd: str | None) -> str | None:
