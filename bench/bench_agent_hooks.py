@@ -9,9 +9,10 @@ drift of the machine falls on all of them alike. The whole is run twice: without
 watching service (``TAKEBACK_SERVICE=0``: every snapshot a walk of stats) and with it.
 
 For each kind of call it prints the median wall clock per agent, process start-up
-included, and its ratio to Claude Code's in the same run: the target is that no agent's
-call costs more than Claude Code's (they share one mapping; what differs is the reading
-of the payload).
+included, its ratio to Claude Code's in the same run, and per agent the geometric mean of
+those ratios: the target is that no agent's call costs more than Claude Code's (they
+share one mapping; what differs is the reading of the payload and one small module, run
+with bytecode written, as an installed package is).
 
 Run it with the project's virtualenv::
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import shutil
@@ -272,6 +274,12 @@ def report(res: dict[str, Any]) -> bool:
                 ratio = m[a][kind] / ref if ref else float("nan")
                 cells.append(f"{m[a][kind] * 1000:8.0f} ms ({ratio:4.2f}x)")
             print(f"{kind:<13}" + "".join(f"{c:>20}" for c in cells))
+        # One figure per agent: the geometric mean of its ratios over the kinds of call.
+        means = []
+        for a in AGENTS:
+            logs = [math.log(m[a][k] / m["claude-code"][k]) for k in KINDS]
+            means.append(math.exp(sum(logs) / len(logs)))
+        print(f"{'geo. mean':<13}" + "".join(f"{x:>19.2f}x" for x in means))
         for e in doc["errors"]:
             print(f"error: {e}")
             ok = False
