@@ -1,8 +1,9 @@
 """A scripted model on 127.0.0.1: it answers a real agent's requests with fixed tool calls.
 
 The only fake in the real-agent tests. It speaks the wire format the agent uses, streamed
-as the agent asks: OpenAI's Responses API (Codex), its Chat Completions (Copilot CLI's
-own provider settings), Gemini's ``generateContent`` and ``streamGenerateContent``, and
+as the agent asks: OpenAI's Responses API (Codex, and Copilot CLI with a model that
+writes patches), its Chat Completions (Copilot CLI's own provider settings), Gemini's
+``generateContent`` and ``streamGenerateContent``, and
 Anthropic's Messages API (Claude Code). Which step of the script it answers is read from
 the request itself (how many tool results the conversation holds so far), so a retried
 or extra request gets the same answer: the script is write a file, edit it, run a
@@ -70,7 +71,7 @@ def _sse(events: list[tuple[str | None, dict[str, Any]]]) -> bytes:
 
 
 def _codex(model: Model, body: dict[str, Any]) -> bytes:
-    """OpenAI Responses API, streamed: one output item per answer."""
+    """OpenAI Responses API, streamed: one output item per answer (file edits as patches)."""
     items = body.get("input") or []
     done = sum(
         1
@@ -102,12 +103,17 @@ def _codex(model: Model, body: dict[str, Any]) -> bytes:
             "input": patch,
         }
     elif step.kind == "shell":
-        args = json.dumps({"cmd": step.text, "yield_time_ms": 10000})
+        # Codex's shell tool, or Copilot CLI's when it speaks this API
+        tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+        if "exec_command" in tools:
+            name, args = "exec_command", {"cmd": step.text, "yield_time_ms": 10000}
+        else:
+            name, args = "bash", {"command": step.text, "description": "run"}
         item = {
             "type": "function_call",
             "call_id": call_id,
-            "name": "exec_command",
-            "arguments": args,
+            "name": name,
+            "arguments": json.dumps(args),
         }
     else:
         item = {
@@ -125,17 +131,23 @@ def _codex(model: Model, body: dict[str, Any]) -> bytes:
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 20,
     }
+    response = {"id": rid, "object": "response", "model": body.get("model", "m")}
+    done_response = {**response, "status": "completed", "output": [item], "usage": usage}
     return _sse(
         [
-            ("response.created", {"type": "response.created", "response": {"id": rid}}),
+            (
+                "response.created",
+                {"type": "response.created", "response": {**response, "status": "in_progress"}},
+            ),
+            (
+                "response.output_item.added",
+                {"type": "response.output_item.added", "output_index": 0, "item": item},
+            ),
             (
                 "response.output_item.done",
                 {"type": "response.output_item.done", "output_index": 0, "item": item},
             ),
-            (
-                "response.completed",
-                {"type": "response.completed", "response": {"id": rid, "usage": usage}},
-            ),
+            ("response.completed", {"type": "response.completed", "response": done_response}),
         ]
     )
 

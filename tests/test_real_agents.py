@@ -314,34 +314,60 @@ def test_codex_then_gemini_in_one_workspace(tmp_path: Path) -> None:
 # -- Copilot CLI -----------------------------------------------------------------------
 
 
+def run_copilot(
+    exe: Path, ws: Path, env: dict[str, str], tmp_path: Path, model: Model, **provider: str
+) -> None:
+    """Run ``copilot -p`` once in ``ws`` against the scripted model."""
+    # Its own provider settings (bring your own model): an OpenAI-compatible endpoint,
+    # and no call to GitHub at all.
+    env = {
+        **env,
+        "COPILOT_PROVIDER_TYPE": "openai",
+        "COPILOT_PROVIDER_API_KEY": "not-a-key",
+        "COPILOT_PROVIDER_BASE_URL": f"http://127.0.0.1:{model.port}/v1",
+        "COPILOT_OFFLINE": "1",
+        "COPILOT_AUTO_UPDATE": "false",
+        "COPILOT_PKG_CACHE_HOME": str(tmp_path / "copilot-cache"),
+        **provider,
+    }
+    # Copilot runs a repository's hooks only in a folder the person trusts; answering its
+    # question writes the folder here.
+    config = Path(env["HOME"]) / ".copilot" / "config.json"
+    config.parent.mkdir(exist_ok=True)
+    config.write_text(json.dumps({"trusted_folders": [str(ws)]}))
+    run_agent([str(exe), "-p", "Do as you are told.", "--allow-all-tools"], ws, env)
+
+
 def test_copilot(tmp_path: Path) -> None:
+    """Its create, edit and bash tools (a model on the Chat Completions API)."""
     exe = agent_exe("copilot")
     ws, env = scratch(tmp_path)
     tb = CLI(ws, tmp_path / "store")
     install(tb, "copilot", ws)
-    # Its own provider settings (bring your own model): an OpenAI-compatible endpoint,
-    # and no call to GitHub at all.
-    env.update(
-        COPILOT_PROVIDER_TYPE="openai",
-        COPILOT_PROVIDER_API_KEY="not-a-key",
-        COPILOT_MODEL="gpt-4.1",
-        COPILOT_OFFLINE="1",
-        COPILOT_AUTO_UPDATE="false",
-        COPILOT_PKG_CACHE_HOME=str(tmp_path / "copilot-cache"),
-    )
-    # Copilot runs a repository's hooks only in a folder the person trusts; answering its
-    # question writes the folder here.
-    config = Path(env["HOME"]) / ".copilot" / "config.json"
-    config.parent.mkdir()
-    config.write_text(json.dumps({"trusted_folders": [str(ws)]}))
     s0 = state(ws)
     with scripted_model(script(ws), on_step=person_edits(ws)) as model:
-        env["COPILOT_PROVIDER_BASE_URL"] = f"http://127.0.0.1:{model.port}/v1"
-        run_agent(
-            [str(exe), "-p", "Write hello.py, bump VALUE, build.", "--allow-all-tools"],
+        run_copilot(exe, ws, env, tmp_path, model, COPILOT_MODEL="gpt-4.1")
+    check_undo(tb, ws, s0, model, "copilot")
+
+
+def test_copilot_with_patches(tmp_path: Path) -> None:
+    """Its apply_patch tool, which it offers a model on the Responses API."""
+    exe = agent_exe("copilot")
+    ws, env = scratch(tmp_path)
+    tb = CLI(ws, tmp_path / "store")
+    install(tb, "copilot", ws)
+    s0 = state(ws)
+    with scripted_model(script(ws), on_step=person_edits(ws)) as model:
+        run_copilot(
+            exe,
             ws,
             env,
+            tmp_path,
+            model,
+            COPILOT_MODEL="gpt-5.5",
+            COPILOT_PROVIDER_WIRE_API="responses",
         )
+    assert all(path == "/v1/responses" for path, _body in model.requests)
     check_undo(tb, ws, s0, model, "copilot")
 
 

@@ -16,7 +16,9 @@ onto a session (the agent's conversation id), a turn and its steps:
 - :data:`STOP`: the reply is over, the turn ends;
 - :data:`START`: a conversation starts (the workspace's first snapshot may begin early).
 
-Anything else is :data:`IGNORED` (it still finishes a step left open). Everything else
+Anything else is ignored (it still finishes a step left open). Where an agent's tool
+calls carry no id, a call's before- and after-event are paired by the tool's name and
+arguments (:func:`call_key`). Everything else
 of a hook call (the time bound, the log, failing open, the relay to the watching service,
 the detached first snapshot) is :mod:`._claude_hook`'s, the same for every agent.
 
@@ -52,7 +54,6 @@ BEFORE = "PreToolUse"
 AFTER = "PostToolUse"
 STOP = "Stop"
 START = "SessionStart"
-IGNORED = "-"
 #: the tool names of the mapping (:data:`._claude_hook.FILE_TOOLS`, ``COMMAND_TOOLS``)
 FILE_TOOL = "Write"
 SHELL_TOOL = "Bash"
@@ -186,7 +187,7 @@ class Reading:
     def touch(self, path: str | None, call_id: str | None) -> Payload:
         """A file tool is about to write ``path`` (relative to the cwd, or absolute)."""
         if not path:
-            return self.ignored()
+            return self.ignored("a file tool naming no file")
         return self._payload(
             BEFORE, tool_name=FILE_TOOL, tool_input={"file_path": path}, tool_use_id=call_id
         )
@@ -214,6 +215,6 @@ class Reading:
         """A conversation starts (``source``: startup, resume, ...)."""
         return self._payload(START, source=source)
 
-    def ignored(self, event: str = IGNORED) -> Payload:
+    def ignored(self, event: str) -> Payload:
         """A call takeback has nothing to record for (a step left open is finished)."""
         return self._payload(f"{event} (ignored)")
