@@ -304,7 +304,7 @@ def test_two_agents_in_one_workspace_each_their_own_session(
     assert state(ws_dir) == s0
 
 
-def test_a_command_whose_end_never_comes_ends_at_the_next_call(
+def test_a_command_whose_end_never_comes_ends_with_the_turn(
     tb: CLI, ws_dir: Path, store_dir: Path
 ) -> None:
     _workspace(ws_dir)
@@ -525,4 +525,49 @@ def test_with_the_service_running_it_records_each_agents_calls(
         status = json.loads(tb("service", "status", "--json").stdout)
     assert status["calls"] >= player.calls - 1  # every call but the conversation's start
     assert "Undid turn 1" in tb("undo").stdout
+    assert state(ws_dir) == s0
+
+
+@pytest.mark.parametrize("agent", ["codex", "copilot"])
+def test_commands_run_side_by_side_each_keep_their_changes(
+    tb: CLI, ws_dir: Path, store_dir: Path, agent: str
+) -> None:
+    """As Codex runs them: both begin, the second ends first, the first writes after that.
+
+    Another tool's call (Copilot's hooks see every tool, a read among them) ends neither.
+    """
+    _workspace(ws_dir)
+    _install(tb, agent)
+    s0 = state(ws_dir)
+    p = Player(agent, ws_dir, store_dir, f"{agent}-parallel")
+    p.prompt("Build both.")
+    calls = {}
+    for n, cmd in ((1, "make slow"), (2, "make fast")):
+        name, args = p._tool("shell", cmd)
+        if agent == "copilot":
+            calls[n] = {**p._common("preToolUse"), "toolName": name, "toolArgs": args}
+        else:
+            pre = {**p._common("PreToolUse"), "tool_name": name, "tool_input": args}
+            calls[n] = {**pre, "tool_use_id": f"call_{n}"}
+    before, after = (
+        ("preToolUse", "postToolUse") if agent == "copilot" else ("PreToolUse", "PostToolUse")
+    )
+    p.send(before, calls[1], "bash" if agent == "copilot" else "Bash")
+    p.send(before, calls[2], "bash" if agent == "copilot" else "Bash")
+    if agent == "copilot":  # a read beside them
+        view = {**p._common("preToolUse"), "toolName": "view", "toolArgs": {"path": "app.py"}}
+        p.send("preToolUse", view, "view")
+    (ws_dir / "fast.txt").write_text("fast\n")
+    ends = {
+        n: {**c, **({} if agent == "copilot" else {"hook_event_name": after})}
+        for n, c in calls.items()
+    }
+    p.send(after, ends[2], "bash" if agent == "copilot" else "Bash")
+    (ws_dir / "slow.txt").write_text("slow\n")  # the first command, still running
+    (ws_dir / "app.py").write_text("VALUE = 9\n")
+    p.send(after, ends[1], "bash" if agent == "copilot" else "Bash")
+    p.stop()
+    changes = json.loads(tb("changes", "--json").stdout)
+    assert {c["path"] for c in changes["changes"]} == {"fast.txt", "slow.txt", "app.py"}
+    tb("undo")
     assert state(ws_dir) == s0

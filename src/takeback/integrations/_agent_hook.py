@@ -11,8 +11,11 @@ onto a session (the agent's conversation id), a turn and its steps:
   or a patch tool every path its patch names (each file is touched: its state before is
   kept);
 - :data:`BEFORE` / :data:`AFTER` of :data:`SHELL_TOOL`: a command (or any tool whose
-  writes are not known one path at a time) is a step bracketed by snapshots; a step
-  whose end never comes (a failed or denied call) is finished at the session's next call;
+  writes are not known one path at a time) is a step bracketed by snapshots. These
+  agents run tool calls side by side (Codex was seen to), so a step ends with its own
+  after-event (which each of them sends for a failed command too: Codex's and Gemini's
+  after-event, Copilot's and Cursor's failure event), or, when that never comes (a
+  denied call), with the turn; another tool's call does not end it;
 - :data:`STOP`: the reply is over, the turn ends;
 - :data:`START`: a conversation starts (the workspace's first snapshot may begin early).
 
@@ -177,6 +180,7 @@ class Reading:
             cwd=self.cwd,
             agent=self.agent,
             root=self.root,
+            parallel=True,
             **fields,
         )
 

@@ -62,6 +62,9 @@ FILE_TOOLS: dict[str, str] = {
 }
 #: tools whose effects are found by snapshots around them
 COMMAND_TOOLS = frozenset({"Bash"})
+#: the events that end every command step still open, even for an agent whose tool calls
+#: run side by side (``Payload.parallel``)
+TURN_EVENTS = frozenset({"UserPromptSubmit", "Stop", "SessionStart", "SessionEnd", "PostToolBatch"})
 #: the key of a file tool's ``tool_input`` that names several files (no Claude Code tool
 #: does; another agent's patch tool, read by ``._agent_hook``)
 MANY_FILES = "file_paths"
@@ -99,6 +102,7 @@ class Payload:
         "agent",
         "cwd",
         "event",
+        "parallel",
         "prompt",
         "root",
         "session_id",
@@ -121,9 +125,11 @@ class Payload:
         source: str | None = None,
         agent: str = AGENT,
         root: str | None = None,
+        parallel: bool = False,
     ) -> None:
         self.agent = agent
         self.root = root
+        self.parallel = parallel
         self.event = event
         self.session_id = session_id
         self.cwd = cwd
@@ -314,7 +320,9 @@ def handle(
 
     Every call first finishes the session's command steps still open (a Bash call
     that failed got no ``PostToolUse``), but the one a ``PostToolUse`` of its own
-    finishes.
+    finishes. For an agent whose tool calls run side by side (``payload.parallel``),
+    only the turn's events (:data:`TURN_EVENTS`) do: another tool's call says nothing of
+    whether a command still runs.
 
     Args:
         payload: the parsed hook payload.
@@ -332,7 +340,11 @@ def handle(
     event, tool = payload.event, payload.tool_name or ""
     name = session or payload.session_id
     post = event in ("PostToolUse", "PostToolUseFailure") and tool in COMMAND_TOOLS
-    finished = _finish_pending(ws, name, but=(payload.tool_use_id or "-") if post else None)
+    # An agent whose tool calls run side by side: one call's event says nothing of the
+    # others' ends, so their steps end with their own, or with the turn or the batch.
+    alone = not payload.parallel or event in TURN_EVENTS
+    but = (payload.tool_use_id or "-") if post else None
+    finished = _finish_pending(ws, name, but=but) if alone else []
     done = f" (finished steps {finished})" if finished else ""
     if event == "PreToolUse" and tool in FILE_TOOLS:
         key = FILE_TOOLS[tool]
