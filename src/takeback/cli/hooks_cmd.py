@@ -130,13 +130,14 @@ def _other_agent(ctx: Ctx, scope: str, root: str) -> int:
     """Install or uninstall the hooks of an agent other than Claude Code."""
     from ..errors import UsageError
     from ..integrations import _agent_settings as ag
+    from ..integrations import _claude_settings as cc
 
     agent = ctx.args.agent
     path = ag.settings_path(agent, scope, root, os.environ)
     command = ""
     if ctx.args.action == "install":
-        command = ctx.args.command or ag.default_command(agent, os.environ)
-        if not ag.ours_pattern(agent).search(command):
+        command = ctx.args.command or cc.default_command(os.environ, agent)
+        if not cc.ours_pattern(agent).search(command):
             raise UsageError(f"--command must run 'takeback hook {agent}': {command!r}")
         change = ag.install(agent, path, command)
     else:

@@ -23,13 +23,18 @@ Claude Code's: atomically, through a symlink.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UsageError
 from ._claude_hook import FIRST_SCAN_TIMEOUT
-from ._claude_settings import SettingsChange, _write_settings, load_settings
+from ._claude_settings import (
+    SettingsChange,
+    _write_settings,
+    load_settings,
+    merge_handlers,
+    ours_pattern,
+)
 
 #: agent -> (module with its EVENTS, layout, key of the handler's command, own file)
 _AGENTS: dict[str, tuple[str, str, str, bool]] = {
@@ -86,26 +91,6 @@ def settings_path(agent: str, scope: str, root: str, env: Mapping[str, str]) -> 
     raise UsageError(f"unknown agent {agent!r}")
 
 
-def default_command(agent: str, env: Mapping[str, str]) -> str:
-    """Return the command the hooks run: ``takeback`` when it is on PATH, else this Python's."""
-    import shlex
-    import shutil
-    import sys
-
-    if shutil.which("takeback", path=env.get("PATH")):
-        return f"takeback hook {agent}"
-    return f"{shlex.quote(sys.executable)} -m takeback hook {agent}"
-
-
-def ours_pattern(agent: str) -> re.Pattern[str]:
-    """Return the pattern of a command that runs ``takeback hook AGENT``."""
-    return re.compile(
-        r"(?:^|[\s/\\'\"])takeback(?:\.exe)?['\"]?\s(?:.*\s)?hook\s+"
-        + re.escape(agent)
-        + r"(?:\s|['\"]|$)"
-    )
-
-
 def handlers(agent: str, command: str) -> dict[str, tuple[str | None, dict[str, Any]]]:
     """Return each event's matcher and the handler takeback installs there."""
     import importlib
@@ -122,7 +107,7 @@ def handlers(agent: str, command: str) -> dict[str, tuple[str | None, dict[str, 
                 "timeoutSec": HOOK_TIMEOUT,
             }
         elif agent == "cursor":
-            handler = {key: command, **({"matcher": matcher} if matcher else {})}
+            handler = {key: command}
         elif agent == "gemini":
             handler = {
                 "type": "command",
@@ -132,7 +117,7 @@ def handlers(agent: str, command: str) -> dict[str, tuple[str | None, dict[str, 
             }
         else:
             handler = {"type": "command", key: command}
-        out[event] = (matcher if layout == "nested" else None, handler)
+        out[event] = (matcher, handler)
     return out
 
 
@@ -141,10 +126,8 @@ def merge(
 ) -> tuple[dict[str, Any], list[str], list[str]]:
     """Return the file's object with takeback's handlers in place (``command`` None: out).
 
-    In each event installed, one handler of takeback's is kept when it is exactly the one
-    wanted (with its group's matcher, in the nested shape); any other of its handlers
-    there is removed. Events not installed keep takeback's handlers (a person may have
-    added one by hand), unless everything is taken out.
+    The one merge of :func:`._claude_settings.merge_handlers`, in the agent's shape; a
+    flat file gets the ``version`` it must have.
 
     Returns:
         The new object, and what was added and removed (one line each).
@@ -153,101 +136,20 @@ def merge(
         UsageError: ``hooks`` or one of its events has a shape the agent would refuse.
 
     """
-    import copy
-
     _module, layout, key, _own = _AGENTS[agent]
     pattern = ours_pattern(agent)
 
     def ours(h: object) -> bool:
         return isinstance(h, dict) and isinstance(h.get(key), str) and bool(pattern.search(h[key]))
 
-    data = copy.deepcopy(settings)
-    hooks = data.get("hooks", {})
-    if not isinstance(hooks, dict):
-        raise UsageError("the file's 'hooks' is not an object; fix it by hand first")
     wanted = handlers(agent, command) if command is not None else {}
-    added: list[str] = []
-    removed: list[str] = []
-    for event in [*hooks, *(e for e in wanted if e not in hooks)]:
-        if command is not None and event not in wanted:
-            continue
-        entries = hooks.get(event, [])
-        if not isinstance(entries, list):
-            raise UsageError(f"the file's hooks.{event} is not a list; fix it by hand first")
-        want = wanted.get(event)
-
-        def say(h: object, event: str = event) -> None:
-            removed.append(f"{event}: {h.get(key) if isinstance(h, dict) else h}")
-
-        if layout == "nested":
-            out, kept = _merge_nested(entries, want, ours, say)
-        else:
-            out, kept = _merge_flat(entries, want, ours, say)
-        if want is not None and not kept:
-            matcher, handler = want
-            if layout == "nested":
-                out.append({**({"matcher": matcher} if matcher else {}), "hooks": [handler]})
-            else:
-                out.append(handler)
-            added.append(f"{event}{f' [{matcher}]' if matcher else ''}: {handler[key]}")
-        if out or (event in hooks and not entries):
-            hooks[event] = out
-        else:
-            hooks.pop(event, None)
-    if hooks or ("hooks" in settings and not settings["hooks"]):
-        data["hooks"] = hooks
-    else:
-        data.pop("hooks", None)
-    if layout == "flat" and command is not None and "version" not in data:
+    flat = layout == "flat"
+    data, added, removed = merge_handlers(
+        settings, wanted, ours, removing=command is None, flat=flat, key=key
+    )
+    if flat and command is not None and "version" not in data:
         data = {"version": 1, **data}
     return data, added, removed
-
-
-def _merge_nested(
-    groups: list[Any],
-    want: tuple[str | None, dict[str, Any]] | None,
-    ours: Callable[[object], bool],
-    say: Callable[[object], None],
-) -> tuple[list[Any], bool]:
-    kept = False
-    out: list[Any] = []
-    for group in groups:
-        hs = group.get("hooks") if isinstance(group, dict) else None
-        if not isinstance(group, dict) or not isinstance(hs, list) or not any(map(ours, hs)):
-            out.append(group)
-            continue
-        matcher = group.get("matcher") or None
-        left = []
-        for h in hs:
-            if not ours(h):
-                left.append(h)
-            elif not kept and want is not None and matcher == want[0] and h == want[1]:
-                kept = True
-                left.append(h)
-            else:
-                say(h)
-        if left:
-            out.append({**group, "hooks": left})
-    return out, kept
-
-
-def _merge_flat(
-    entries: list[Any],
-    want: tuple[str | None, dict[str, Any]] | None,
-    ours: Callable[[object], bool],
-    say: Callable[[object], None],
-) -> tuple[list[Any], bool]:
-    kept = False
-    out: list[Any] = []
-    for h in entries:
-        if not ours(h):
-            out.append(h)
-        elif not kept and want is not None and h == want[1]:
-            kept = True
-            out.append(h)
-        else:
-            say(h)
-    return out, kept
 
 
 def install(agent: str, path: str, command: str) -> SettingsChange:
