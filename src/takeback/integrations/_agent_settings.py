@@ -61,7 +61,10 @@ NOTES: dict[str, str] = {
         "new ones at the next start."
     ),
     "cursor": "Cursor reads hooks.json when it starts: restart it.",
-    "copilot": "Copilot CLI reads its hooks when a session starts.",
+    "copilot": (
+        "Copilot CLI runs a repository's hooks only in a folder you trust, and reads them "
+        "when a session starts."
+    ),
 }
 
 
