@@ -396,7 +396,7 @@ def test_events_takeback_does_not_use_are_ignored(
     [
         ["hook", "claude-code", "--bogus"],
         ["hook"],
-        ["hook", "codex"],
+        ["hook", "no-such-agent"],
         ["hook", "claude-code", "extra"],
         ["--max-file-bytes", "lots", "hook", "claude-code"],
         ["--root", str(Path("/nonexistent/root")), "hook", "claude-code"],

@@ -75,6 +75,29 @@ def ok(result: CallToolResult) -> dict[str, Any]:
     return dict(result.structured_content)
 
 
+def test_tools_say_which_read_and_which_take_back(ws_dir: Path, store_dir: Path) -> None:
+    """Annotations let a client ask the person before a take-back, and not before a look."""
+
+    async def body(session: ClientSession, call: Call) -> None:
+        hints = {}
+        for t in (await session.list_tools()).tools:
+            a = t.annotations
+            assert a is not None, t.name
+            hints[t.name] = (a.read_only_hint, a.destructive_hint, a.idempotent_hint)
+        assert hints == {
+            "history": (True, None, None),
+            "changes": (True, None, None),
+            "diff": (True, None, None),
+            "checkpoint": (False, False, False),
+            "undo_file": (False, True, False),
+            "undo_turn": (False, True, False),
+            "redo": (False, True, False),
+            "rewind": (False, True, False),
+        }
+
+    serve(ws_dir, store_dir, body)
+
+
 def test_tools_checkpoint_diff_rewind(tb: CLI, ws_dir: Path, store_dir: Path) -> None:
     (ws_dir / "a.txt").write_text("one\n")
     (ws_dir / "b.txt").write_text("bee\n")

@@ -40,6 +40,7 @@ NEVER = {
     "takeback.scan._watcher",
     "takeback.store._pg",
     "takeback.integrations._claude_settings",
+    "takeback.integrations._agent_settings",
     "takeback.integrations._mcp_server",
     "takeback.integrations._ui_api",
     "takeback.integrations._ui_server",
@@ -276,3 +277,16 @@ def test_the_data_folder_read_quickly_is_the_one_platformdirs_gives(
 )
 def test_other_cases_are_left_to_platformdirs(env: dict[str, str], platform: str) -> None:
     assert user_data_dir(env, platform) is None
+
+
+def test_another_agents_hook_call_loads_its_own_reader_alone(tmp_path: Path) -> None:
+    ws, store = tmp_path / "ws", tmp_path / "store"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    _run(["snapshot", "--root", str(ws)], store, tmp_path)
+    doc = {"session_id": "s", "cwd": str(ws), "hook_event_name": "BeforeAgent", "prompt": "go"}
+    _proc, modules = _run(["hook", "gemini"], store, tmp_path, json.dumps(doc).encode())
+    assert "turn 1 begun" in (store / "hook.log").read_text()
+    assert "takeback.integrations._gemini" in modules
+    others = {f"takeback.integrations._{a}" for a in ("codex", "cursor", "copilot")}
+    assert sorted(modules & (NOT_IN_HOOKS | others)) == []

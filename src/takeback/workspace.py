@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from .ops import DiffResult, FileDiff, Resolved
 
 DEFAULT_SESSION = "default"
+#: a store setting per session: the agent whose hooks record it (``Workspace.mark_agent``)
+AGENT_KEY = "session-agent:"
 
 #: An event: a dict with an ``event`` key (``snapshot.taken``, ``file.changed``,
 #: ``snapshot.failed``) and the fields the spec names.
@@ -543,6 +545,21 @@ class Workspace:
     def sessions(self) -> list[SessionInfo]:
         """Return every session, newest first."""
         return self.open_store().meta.sessions()
+
+    def session_agents(self) -> dict[str, str]:
+        """Return the agent each session records for, where its hooks said (name -> agent)."""
+        if not self.has_store():
+            return {}
+        rows = self.open_store().meta.get_kv_prefix(AGENT_KEY)
+        return {k[len(AGENT_KEY) :]: v.decode("utf-8", "replace") for k, v in rows}
+
+    def mark_agent(self, session: str, agent: str) -> None:
+        """Record that ``session`` is a conversation of ``agent`` (written only when new)."""
+        meta = self.open_store().meta
+        key = AGENT_KEY + session
+        value = agent.encode("utf-8", "surrogatepass")
+        if meta.get_kv(key) != value:
+            meta.set_kv(key, value)
 
     def active_session(self) -> str:
         """Return the session a person most likely means: the one whose reply ended last.

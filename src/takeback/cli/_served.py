@@ -39,7 +39,7 @@ def run_call(
         _set_environ(env)
         sys.stdout, sys.stderr = out, err
         if is_hook_call(argv):
-            from ..integrations._claude_hook import run as run_hook
+            from ..integrations._agent_hook import run as run_hook
 
             run_hook(stdin or b"", parse(argv), env, deadline=None)
             code = 0

@@ -1,4 +1,8 @@
-"""CLI layer: ``takeback hook claude-code``: the entry point that Claude Code's hooks call.
+"""CLI layer: ``takeback hook AGENT``: the entry point that an agent's hooks call.
+
+AGENT is ``claude-code``, ``codex``, ``gemini``, ``cursor`` or ``copilot``
+(``integrations._agent_hook``); Copilot's camelCase payloads name no event, so its
+hooks' commands do (``--event preToolUse``).
 
 It reads the hook's JSON on stdin, records it, and exits 0 with nothing on stdout
 whatever happens, and within a bounded time (``TAKEBACK_HOOK_TIMEOUT``, see
@@ -24,16 +28,25 @@ if TYPE_CHECKING:
     from ..integrations._claude_hook import Deadline, HookCall
     from ._app import Ctx
 
-HELP = "the entry point Claude Code's hooks call (reads the hook's JSON on stdin)"
+HELP = "the entry point an agent's hooks call (reads the hook's JSON on stdin)"
 CHECKS_JOURNAL = False
 
-_VALUED = ("--root", "--store", "--session", "--max-file-bytes")
+#: What a hook call prints on stdout, by agent: a decision of nothing. Cursor reads a
+#: hook's stdout as JSON on every event (some releases refused a ``preToolUse`` call that
+#: printed nothing), so it gets an empty object; every other agent takes empty stdout as
+#: "go on". Kept here, not in the integration: a call the service runs loads no more.
+ANSWERS = {"cursor": "{}\n"}
+
+_VALUED = ("--root", "--store", "--session", "--max-file-bytes", "--event")
 _FLAGS = ("--json",)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments (for --help; calls are parsed by :func:`entry`)."""
-    p.add_argument("agent", choices=["claude-code"], help="the agent whose hook calls this")
+    from ..integrations._agent_hook import AGENTS
+
+    p.add_argument("agent", choices=list(AGENTS), help="the agent whose hook calls this")
+    p.add_argument("--event", default=None, help="the event, for payloads that name none")
 
 
 def _words(argv: Sequence[str]) -> list[str]:
@@ -110,10 +123,10 @@ def _read_stdin() -> bytes:
 def entry(argv: Sequence[str], *, end: Callable[[int], None] | None = None) -> int | None:
     """Run a hook call and return 0; return None when ``argv`` is not a hook call.
 
-    Nothing is printed on stdout, and every exception (argument errors included) is
-    logged and swallowed. ``end`` is called (with 0) once the call is recorded, by the
-    service or here (its workspace closed): the process that calls ``entry`` has
-    nothing left to do then.
+    Nothing is printed on stdout but the agent's "go on" (:data:`ANSWERS`), and every
+    exception (argument errors included) is logged and swallowed. ``end`` is called
+    (with 0) once the call is recorded, by the service or here (its workspace closed):
+    the process that calls ``entry`` has nothing left to do then.
     """
     if not is_hook_call(argv):
         return None
@@ -122,16 +135,20 @@ def entry(argv: Sequence[str], *, end: Callable[[int], None] | None = None) -> i
     sys.stdout = sys.stderr
     deadline: Deadline | None = None
     relayed = False
+    said = ""  # what the agent reads on stdout: a decision of nothing, or nothing
     try:
-        from ..integrations._claude_hook import Deadline, run
+        from ..integrations._claude_hook import Deadline
 
         call = parse(argv)
+        said = ANSWERS.get(call.agent, "")
         # Armed before stdin is read: an agent that never closes it must not hold us.
         deadline = Deadline.from_env(os.environ, call)
         deadline.start()
         raw = _read_stdin()
         relayed = _relayed(argv, call, raw, deadline)
         if not relayed:
+            from ..integrations._agent_hook import run
+
             run(raw, call, os.environ, deadline=deadline)
     except BaseException:  # noqa: BLE001, S110 - fail open; run() has logged what it could
         relayed = False
@@ -139,9 +156,19 @@ def entry(argv: Sequence[str], *, end: Callable[[int], None] | None = None) -> i
         if deadline is not None:
             deadline.stop()
         sys.stdout = saved
+    if said and saved is not None:
+        try:
+            saved.write(said)
+            saved.flush()
+        except OSError:
+            pass  # the agent stopped reading: an answer not given decides nothing either
     if end is not None:
         end(0)
     return 0
+
+
+#: the events that start a conversation, in each agent's spelling
+_STARTS = ("SessionStart", "sessionStart")
 
 
 def _relayed(argv: Sequence[str], call: HookCall, raw: bytes, deadline: Deadline) -> bool:
@@ -161,7 +188,8 @@ def _relayed(argv: Sequence[str], call: HookCall, raw: bytes, deadline: Deadline
         doc = json.loads(raw)
     except ValueError:
         return False
-    if not isinstance(doc, dict) or doc.get("hook_event_name") in (None, "SessionStart"):
+    # Copilot's camelCase payloads name no event: its command does (``--event``).
+    if not isinstance(doc, dict) or (doc.get("hook_event_name") or call.event) in (None, *_STARTS):
         return False
     env = os.environ
     cwd = doc.get("cwd")
@@ -186,11 +214,12 @@ def _relayed(argv: Sequence[str], call: HookCall, raw: bytes, deadline: Deadline
 
 def run(ctx: Ctx) -> int:
     """Handle a hook call that came through the full parser (``cli.main`` normally doesn't)."""
+    from ..integrations._agent_hook import run as run_hook
     from ..integrations._claude_hook import Deadline, HookCall
-    from ..integrations._claude_hook import run as run_hook
 
     call = HookCall(
         agent=ctx.args.agent,
+        event=ctx.args.event,
         root=getattr(ctx.args, "root", None),
         store=ctx.store,
         session=getattr(ctx.args, "session", None),
@@ -204,4 +233,7 @@ def run(ctx: Ctx) -> int:
         pass
     finally:
         deadline.stop()
+    said = ANSWERS.get(call.agent, "")
+    if said:
+        ctx.out(said.rstrip("\n"))
     return 0

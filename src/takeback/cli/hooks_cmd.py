@@ -1,4 +1,7 @@
-"""CLI layer: ``takeback hooks install|uninstall claude-code [--project | --local | --user]``.
+"""CLI layer: ``takeback hooks install|uninstall AGENT [--project | --local | --user]``.
+
+AGENT is ``claude-code`` (below) or ``codex``, ``gemini``, ``cursor``, ``copilot``, whose
+files ``integrations._agent_settings`` writes (``--project`` or ``--user``).
 
 Install merges takeback's handlers into Claude Code's settings file and prints what it
 changed (``PostToolUseFailure`` too when ``claude --version`` says the release knows
@@ -21,37 +24,42 @@ CHECKS_JOURNAL = False
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this command's arguments."""
+    from ..integrations._agent_settings import AGENTS
+
     p.add_argument(
         "action", choices=["install", "uninstall"], help="add takeback's hooks, or remove them"
     )
-    p.add_argument("agent", choices=["claude-code"], help="the agent whose settings to change")
+    p.add_argument(
+        "agent", choices=["claude-code", *AGENTS], help="the agent whose settings to change"
+    )
     scope = p.add_mutually_exclusive_group()
     scope.add_argument(
         "--project",
         dest="scope",
         action="store_const",
         const="project",
-        help="the project's .claude/settings.json (the default)",
+        help="the project's file (.claude/settings.json, .codex/hooks.json, "
+        ".gemini/settings.json, .cursor/hooks.json, .github/hooks/takeback.json; the default)",
     )
     scope.add_argument(
         "--local",
         dest="scope",
         action="store_const",
         const="local",
-        help="the project's .claude/settings.local.json (not committed)",
+        help="the project's .claude/settings.local.json (not committed; claude-code only)",
     )
     scope.add_argument(
         "--user",
         dest="scope",
         action="store_const",
         const="user",
-        help="your ~/.claude/settings.json (every project)",
+        help="your own file, under your home folder (every project)",
     )
     p.add_argument(
         "--command",
         default=None,
         metavar="CMD",
-        help="the command the hooks run (default: 'takeback hook claude-code' "
+        help="the command the hooks run (default: 'takeback hook AGENT' "
         "when takeback is on PATH, else this Python with -m takeback)",
     )
 
@@ -65,6 +73,8 @@ def run(ctx: Ctx) -> int:
     if scope != "user" and not os.path.isdir(ctx.root):
         raise UsageError(f"not a folder: {ctx.root}")
     root = os.path.realpath(ctx.root)
+    if ctx.args.agent != "claude-code":
+        return _other_agent(ctx, scope, root)
     path = cc.settings_path(scope, root, os.environ)
     command = ""
     version: tuple[int, int, int] | None = None
@@ -117,4 +127,49 @@ def run(ctx: Ctx) -> int:
         ctx.out(
             "Claude Code reads hooks when a session starts: restart it, or review them with /hooks."
         )
+    return 0
+
+
+def _other_agent(ctx: Ctx, scope: str, root: str) -> int:
+    """Install or uninstall the hooks of an agent other than Claude Code."""
+    from ..errors import UsageError
+    from ..integrations import _agent_settings as ag
+    from ..integrations import _claude_settings as cc
+
+    agent = ctx.args.agent
+    path = ag.settings_path(agent, scope, root, os.environ)
+    command = ""
+    if ctx.args.action == "install":
+        command = ctx.args.command or cc.default_command(os.environ, agent)
+        if not cc.ours_pattern(agent).search(command):
+            raise UsageError(f"--command must run 'takeback hook {agent}': {command!r}")
+        change = ag.install(agent, path, command)
+    else:
+        if ctx.args.command:
+            raise UsageError("--command is for install only")
+        change = ag.uninstall(agent, path)
+    if ctx.json:
+        doc = {"action": ctx.args.action, "agent": agent, "scope": scope, "claude_code": None}
+        ctx.emit_json({**doc, **change.to_json()})
+        return 0
+    if not change.changed:
+        ctx.out(
+            f"{path}: takeback's hooks are already in place; nothing changed."
+            if ctx.args.action == "install"
+            else f"{path}: no takeback hooks found; nothing changed."
+        )
+        return 0
+    gone = ctx.args.action == "uninstall" and not os.path.exists(path)
+    ctx.out(f"{'Removed' if gone else 'Created' if change.created else 'Updated'} {path}:")
+    for line in change.removed:
+        ctx.out(f"  - {line}")
+    for line in change.added:
+        ctx.out(f"  + {line}")
+    if ctx.args.action == "install":
+        if not command.startswith("takeback "):
+            ctx.out(
+                "note: takeback is not on PATH, so the hooks run this Python "
+                "directly; use --command to choose another."
+            )
+        ctx.out(ag.NOTES[agent])
     return 0

@@ -31,6 +31,7 @@ def run(ctx: Ctx) -> int:
         print(json.dumps([s.to_json() for s in snaps], indent=2, sort_keys=True))
         return 0
     meta = ws.open_store().meta
+    agents = ws.session_agents()
     exits: dict[tuple[str, int], int | None] = {}
     for name in {s.session for s in snaps if s.session}:
         for st in meta.steps(name):
@@ -45,6 +46,9 @@ def run(ctx: Ctx) -> int:
         code = exits.get((s.session or "", s.step or 0)) if s.step is not None else None
         failed = f"  exit {code}" if code not in (None, 0) else ""
         who = _short(s.session) if s.session else "-"
+        agent = agents.get(s.session) if s.session else None
+        if agent:
+            who += f" ({agent})"
         label = s.message if s.kind in ("step", "step-after", "manual", "turn") else ""
         line = f"{sid(s.id)}  {when(s.created_at)}  {who:<8}  {what}{failed}"
         if label:

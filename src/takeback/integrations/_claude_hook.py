@@ -10,10 +10,15 @@ not installed) is finished then. Claude Code's session id is takeback's session.
 events and tools are installed in the settings file is :mod:`._claude_settings`'
 business.
 
-``SessionStart`` (whatever its ``source``: startup, resume, clear, compact) starts the
-workspace's first snapshot, when it has none yet, in a detached process, and returns at
-once: that snapshot reads every file, and the person's first prompt should wait only
-for what is left of it. The detached process takes the session's baseline while it
+``PostToolBatch`` (a batch of tool calls resolved) finishes the command steps still open
+in it. Every other agent's hook call is read into these same events by
+:mod:`._agent_hook` and recorded here, each payload naming its agent.
+
+``SessionStart`` (whatever its ``source``: startup, resume, clear, compact, fork) starts
+the workspace's first snapshot, when it has none yet, in a detached process, and returns
+at once (a fork, a new session id, also takes its own baseline there and then): that
+snapshot reads every file, and the person's first prompt should wait only for what is
+left of it. The detached process takes the session's baseline while it
 holds an exclusive ``flock`` on ``<store>/claude-code/baseline.lock`` (taken by the
 ``SessionStart`` call and handed down, so there is no moment when neither holds it);
 every other call waits for that lock first, within its own time bound, and then finds
@@ -41,6 +46,7 @@ from ..errors import TakebackError, UsageError
 
 TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from .. import Session, Step, Turn, Workspace
@@ -56,6 +62,12 @@ FILE_TOOLS: dict[str, str] = {
 }
 #: tools whose effects are found by snapshots around them
 COMMAND_TOOLS = frozenset({"Bash"})
+#: the events that end every command step still open, even for an agent whose tool calls
+#: run side by side (``Payload.parallel``)
+TURN_EVENTS = frozenset({"UserPromptSubmit", "Stop", "SessionStart", "SessionEnd", "PostToolBatch"})
+#: the key of a file tool's ``tool_input`` that names several files (no Claude Code tool
+#: does; another agent's patch tool, read by ``._agent_hook``)
+MANY_FILES = "file_paths"
 
 LABEL_MAX = 200
 #: How long one hook call may run before it gives up (``TAKEBACK_HOOK_TIMEOUT``, seconds;
@@ -87,9 +99,12 @@ class Payload:
     """
 
     __slots__ = (
+        "agent",
         "cwd",
         "event",
+        "parallel",
         "prompt",
+        "root",
         "session_id",
         "source",
         "tool_input",
@@ -108,7 +123,13 @@ class Payload:
         tool_use_id: str | None = None,
         prompt: str | None = None,
         source: str | None = None,
+        agent: str = AGENT,
+        root: str | None = None,
+        parallel: bool = False,
     ) -> None:
+        self.agent = agent
+        self.root = root
+        self.parallel = parallel
         self.event = event
         self.session_id = session_id
         self.cwd = cwd
@@ -170,7 +191,10 @@ def _label(text: str | None) -> str:
 
 
 def choose_root(payload: Payload | None, root: str | None, env: Mapping[str, str]) -> str:
-    """Return the workspace root: ``--root``, else ``$CLAUDE_PROJECT_DIR``, else the cwd.
+    """Return the workspace root: ``--root``, else the payload's, else the project or cwd.
+
+    The payload's root is the one another agent's reading names (its own project
+    folder); then ``$CLAUDE_PROJECT_DIR``, then the payload's cwd.
 
     Raises:
         UsageError: none of the three is known.
@@ -178,6 +202,8 @@ def choose_root(payload: Payload | None, root: str | None, env: Mapping[str, str
     """
     if root:
         return root
+    if payload is not None and payload.root:
+        return payload.root
     project = env.get("CLAUDE_PROJECT_DIR")
     if project:
         return project
@@ -294,7 +320,9 @@ def handle(
 
     Every call first finishes the session's command steps still open (a Bash call
     that failed got no ``PostToolUse``), but the one a ``PostToolUse`` of its own
-    finishes.
+    finishes. For an agent whose tool calls run side by side (``payload.parallel``),
+    only the turn's events (:data:`TURN_EVENTS`) do: another tool's call says nothing of
+    whether a command still runs.
 
     Args:
         payload: the parsed hook payload.
@@ -312,20 +340,27 @@ def handle(
     event, tool = payload.event, payload.tool_name or ""
     name = session or payload.session_id
     post = event in ("PostToolUse", "PostToolUseFailure") and tool in COMMAND_TOOLS
-    finished = _finish_pending(ws, name, but=(payload.tool_use_id or "-") if post else None)
+    # An agent whose tool calls run side by side: one call's event says nothing of the
+    # others' ends, so their steps end with their own, or with the turn or the batch.
+    alone = not payload.parallel or event in TURN_EVENTS
+    but = (payload.tool_use_id or "-") if post else None
+    finished = _finish_pending(ws, name, but=but) if alone else []
     done = f" (finished steps {finished})" if finished else ""
     if event == "PreToolUse" and tool in FILE_TOOLS:
         key = FILE_TOOLS[tool]
-        path = payload.tool_input.get(key)
-        if not isinstance(path, str) or not path:
+        # Another agent's patch tool names several files (``._agent_hook``).
+        paths = payload.tool_input.get(MANY_FILES) or [payload.tool_input.get(key)]
+        if not all(isinstance(p, str) and p for p in paths):
             raise UsageError(f"{tool} payload has no tool_input.{key}")
-        path = _expand_user(path, os.environ if env is None else env)
+        home = os.environ if env is None else env
         # Refused before anything is recorded: a path outside the root is never kept.
-        rel = ws.rel(path, base=payload.cwd or ws.root)
+        rels = [ws.rel(_expand_user(p, home), base=payload.cwd or ws.root) for p in paths]
         turn = _open_turn(ws.session(name))
-        kept = turn.touch(rel, tool_call_id=payload.tool_use_id)
-        what = "touched" if kept else "already touched or out of scope"
-        return f"turn {turn.n}: {what} {rel}{done}"
+        said = []
+        for rel in rels:
+            kept = turn.touch(rel, tool_call_id=payload.tool_use_id)
+            said.append(f"{'touched' if kept else 'already touched or out of scope'} {rel}")
+        return f"turn {turn.n}: {', '.join(said)}{done}"
     if event == "PreToolUse" and tool in COMMAND_TOOLS:
         command = payload.tool_input.get("command")
         label = _label(command if isinstance(command, str) else tool) or tool
@@ -354,9 +389,14 @@ def handle(
         return f"step {step_obj.n} finished: {len(step_obj.changed)} path(s) changed{done}"
     if event == "UserPromptSubmit":
         turn = ws.session(name).turn(label=_label(payload.prompt))
+        ws.mark_agent(name, payload.agent)  # so the log and the page say whose it is
         return f"turn {turn.n} begun{done}"
     if event == "SessionStart":
-        return f"session start ({payload.source or '-'}): {_session_start(ws, name, env)}{done}"
+        start = _session_start(ws, name, env, fork=payload.source == "fork")
+        return f"session start ({payload.source or '-'}): {start}{done}"
+    if event == "PostToolBatch":
+        # Every call of the batch has resolved: the steps still open ended just above.
+        return f"batch resolved{done}"
     if event in ("Stop", "SessionEnd"):
         if not ws.has_store():
             return "no store: nothing to end"
@@ -371,14 +411,18 @@ def handle(
 # -- the baseline, begun when the session starts ---------------------------------------
 
 
-def _session_start(ws: Workspace, name: str, env: Mapping[str, str] | None) -> str:
+def _session_start(
+    ws: Workspace, name: str, env: Mapping[str, str] | None, *, fork: bool = False
+) -> str:
     """Take the baseline in the detached process; elsewhere leave it to the first prompt.
 
     A workspace with snapshots has a scan cache, so the first prompt's baseline costs a
     walk of stats, not a read of every file (:func:`run` starts the detached process
-    when it has none).
+    when it has none). A forked conversation (``source`` ``fork``: a new session id, the
+    parent's conversation so far) takes its baseline at once: its start is the state it
+    was forked in, whatever happens before its first prompt.
     """
-    if env is not None and env.get(BASELINE_ENV):
+    if fork or (env is not None and env.get(BASELINE_ENV)):
         info = ws.session(name).start()
         return f"baseline {info.baseline[:12]} taken"
     return "nothing to start; the baseline is taken at the first prompt"
@@ -406,7 +450,9 @@ def start_baseline(ws: Workspace, call: HookCall, raw: bytes, env: Mapping[str, 
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return "a baseline is being taken already"
-        argv = [sys.executable, "-m", "takeback", "hook", AGENT, "--root", ws.root]
+        argv = [sys.executable, "-m", "takeback", "hook", call.agent, "--root", ws.root]
+        if call.event:
+            argv += ["--event", call.event]
         argv += ["--store", ws.store_path]
         if call.session:
             argv += ["--session", call.session]
@@ -582,8 +628,10 @@ class HookCall:
         store: str | None = None,
         session: str | None = None,
         max_file_bytes: int | None = None,
+        event: str | None = None,
     ) -> None:
         self.agent = agent
+        self.event = event  # for an agent whose payloads do not name their event
         self.root = root
         self.store = store
         self.session = session
@@ -605,7 +653,12 @@ def _make_workspace(
 
 
 def run(
-    raw: bytes, call: HookCall, env: Mapping[str, str], *, deadline: Deadline | None = None
+    raw: bytes,
+    call: HookCall,
+    env: Mapping[str, str],
+    *,
+    deadline: Deadline | None = None,
+    read: Callable[[bytes, HookCall, Mapping[str, str]], Payload] | None = None,
 ) -> str | None:
     """Handle one hook call and return what was done; never raises.
 
@@ -618,6 +671,8 @@ def run(
         env: the environment (``TAKEBACK_STORE``, ``CLAUDE_PROJECT_DIR``).
         deadline: the call's bound, already running: told where to log, and extended
             when the call has to take the workspace's first full snapshot.
+        read: how another agent's payload is read into Claude Code's terms
+            (``._agent_hook``); default: Claude Code's own.
 
     """
     started = time.perf_counter()
@@ -627,9 +682,12 @@ def run(
     try:
         if call.problems:
             raise UsageError("; ".join(call.problems))
-        if call.agent != AGENT:
+        if read is not None:
+            payload = read(raw, call, env)
+        elif call.agent != AGENT:
             raise UsageError(f"unknown agent {call.agent!r}: takeback knows {AGENT!r}")
-        payload = parse_payload(raw)
+        else:
+            payload = parse_payload(raw)
         if deadline is not None:
             deadline.payload = payload
         ws = _make_workspace(choose_root(payload, call.root, env), store, call.max_file_bytes, env)
@@ -665,7 +723,7 @@ def run(
             where = (
                 ws.store_path if ws is not None else _fallback_log_dir(call, store, payload, env)
             )
-            _append_log(where, _line(payload, _describe(e)))
+            _append_log(where, _line(payload, _describe(e), call.agent or AGENT))
         except BaseException:  # noqa: BLE001, S110 - nowhere left to say it
             pass
         return None
@@ -709,12 +767,13 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}\n" + "\n".join(f"    {line}" for line in tb.splitlines())
 
 
-def _line(payload: Payload | None, text: str) -> str:
+def _line(payload: Payload | None, text: str, agent: str = AGENT) -> str:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
     event = payload.event if payload else "-"
     tool = f" {payload.tool_name}" if payload and payload.tool_name else ""
     sid = payload.session_id if payload else "-"
-    return f"{stamp} {AGENT} {event}{tool} session={sid}: {text}\n"
+    agent = payload.agent if payload else agent
+    return f"{stamp} {agent} {event}{tool} session={sid}: {text}\n"
 
 
 def _log_event(log_dir: str, payload: Payload | None, event: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._fs import atomic_write
@@ -40,6 +40,12 @@ FAILURE_SPEC: tuple[str, str | None] = ("PostToolUseFailure", "|".join(sorted(CO
 #: without a changelog entry early in 2.1; this is the earliest release we know of whose
 #: users report the event firing, not a guess below it)
 FAILURE_EVENT_SINCE = (2, 1, 50)
+#: sent once a batch of tool calls has resolved, before the next model call: every
+#: command step still open in it ends there (a denied call's too) instead of at the next
+#: call; installed from :data:`BATCH_EVENT_SINCE`, the release it was seen working in
+#: (the one the real-agent tests run), not a guess below it
+BATCH_SPEC: tuple[str, str | None] = ("PostToolBatch", None)
+BATCH_EVENT_SINCE = (2, 1, 332)
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
@@ -74,14 +80,24 @@ def claude_version(env: Mapping[str, str]) -> tuple[int, int, int] | None:
 
 def hook_specs(version: tuple[int, int, int] | None) -> tuple[tuple[str, str | None], ...]:
     """Return the events to install for a Claude Code version (None: not known)."""
+    specs = HOOK_SPECS
     if version is not None and version >= FAILURE_EVENT_SINCE:
-        return (*HOOK_SPECS, FAILURE_SPEC)
-    return HOOK_SPECS
+        specs = (*specs, FAILURE_SPEC)
+    if version is not None and version >= BATCH_EVENT_SINCE:
+        specs = (*specs, BATCH_SPEC)
+    return specs
 
 
-_OURS = re.compile(
-    r"(?:^|[\s/\\'\"])takeback(?:\.exe)?['\"]?\s(?:.*\s)?hook\s+claude-code(?:\s|['\"]|$)"
-)
+def ours_pattern(agent: str) -> re.Pattern[str]:
+    """Return the pattern of a command that runs ``takeback hook AGENT``."""
+    return re.compile(
+        r"(?:^|[\s/\\'\"])takeback(?:\.exe)?['\"]?\s(?:.*\s)?hook\s+"
+        + re.escape(agent)
+        + r"(?:\s|['\"]|$)"
+    )
+
+
+_OURS = ours_pattern(AGENT)
 
 
 class SettingsChange:
@@ -116,15 +132,15 @@ class SettingsChange:
         }
 
 
-def default_command(env: Mapping[str, str]) -> str:
+def default_command(env: Mapping[str, str], agent: str = AGENT) -> str:
     """Return the command the hooks run: ``takeback`` when it is on PATH, else this Python's."""
     import shlex
     import shutil
     import sys
 
     if shutil.which("takeback", path=env.get("PATH")):
-        return f"takeback hook {AGENT}"
-    return f"{shlex.quote(sys.executable)} -m takeback hook {AGENT}"
+        return f"takeback hook {agent}"
+    return f"{shlex.quote(sys.executable)} -m takeback hook {agent}"
 
 
 def settings_path(scope: str, root: str, env: Mapping[str, str]) -> str:
@@ -160,12 +176,8 @@ def merge_hooks(
 ) -> tuple[dict[str, Any], list[str], list[str]]:
     """Return settings with takeback's handlers in place, and what was added and removed.
 
-    Every other key, group and handler is kept as it was. In each event installed, one
-    handler of takeback's is kept when it already has the right matcher and command;
-    any other of its handlers there (a stale command or matcher, a duplicate) is
-    removed. Events not installed are left alone, takeback's handlers in them included:
-    a person may have added ``SessionEnd`` or ``PostToolUseFailure`` by hand. Taking
-    out (``command`` None) removes takeback's handlers from every event.
+    Claude Code's shape, through :func:`merge_handlers`: each event's group has its
+    matcher and the handler ``{"type": "command", "command": command}``.
 
     Args:
         settings: the parsed settings file.
@@ -176,56 +188,100 @@ def merge_hooks(
         UsageError: ``hooks`` or one of its events has a shape Claude Code would refuse.
 
     """
+    wanted: dict[str, tuple[str | None, dict[str, Any]]] = {}
+    if command is not None:
+        wanted = {e: (m, {"type": "command", "command": command}) for e, m in specs}
+    return merge_handlers(settings, wanted, is_ours, removing=command is None)
+
+
+def merge_handlers(
+    settings: dict[str, Any],
+    wanted: Mapping[str, tuple[str | None, dict[str, Any]]],
+    ours: Callable[[object], bool],
+    *,
+    removing: bool = False,
+    flat: bool = False,
+    key: str = "command",
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Return a hooks file's object with takeback's handlers as wanted, and what changed.
+
+    The one merge of every agent's hooks file. Every other key, group and handler is
+    kept as it was. In each event wanted, one handler of takeback's is kept when it has
+    the matcher wanted and every field of the handler wanted (a field a person added to
+    it stays); any other of its handlers there (a stale command or matcher, a duplicate)
+    is removed. Events not wanted are left alone, takeback's handlers in them included
+    (a person may have added ``SessionEnd`` or ``PostToolUseFailure`` by hand), unless
+    ``removing``, which takes takeback's handlers out of every event.
+
+    Args:
+        settings: the parsed file.
+        wanted: event -> (its matcher, the handler takeback installs there).
+        ours: whether a handler is one that takeback installed.
+        removing: take takeback's handlers out (``wanted`` empty).
+        flat: the handlers sit in the event's list, each with its own ``matcher``
+            (Cursor, Copilot CLI); else in groups under a matcher (Claude Code, Codex,
+            Gemini CLI).
+        key: the handler's field that holds its command (``bash`` for Copilot CLI).
+
+    Raises:
+        UsageError: ``hooks`` or one of its events has a shape the agent would refuse.
+
+    """
     import copy
 
     data = copy.deepcopy(settings)
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
         raise UsageError("the settings' 'hooks' is not an object; fix it by hand first")
-    wanted = dict(specs) if command is not None else {}
     added: list[str] = []
     removed: list[str] = []
     for event in [*hooks, *(e for e in wanted if e not in hooks)]:
-        if command is not None and event not in wanted:
+        if not removing and event not in wanted:
             continue
-        groups = hooks.get(event, [])
-        if not isinstance(groups, list):
+        entries = hooks.get(event, [])
+        if not isinstance(entries, list):
             raise UsageError(f"the settings' hooks.{event} is not a list; fix it by hand first")
+        want = wanted.get(event)
         kept = False
+
+        def right(matcher: str | None, h: dict[str, Any], want: Any = want) -> bool:
+            return (
+                want is not None
+                and matcher == want[0]
+                and all(h.get(k) == v for k, v in want[1].items())
+            )
+
         out: list[Any] = []
-        for group in groups:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(group, dict) or not isinstance(handlers, list):
-                out.append(group)
+        for entry in entries:
+            handlers = entry.get("hooks") if isinstance(entry, dict) and not flat else [entry]
+            if not isinstance(entry, dict) or not isinstance(handlers, list):
+                out.append(entry)
                 continue
-            mine = [h for h in handlers if is_ours(h)]
-            if not mine:
-                out.append(group)
+            if not any(ours(h) for h in handlers):
+                out.append(entry)
                 continue
+            matcher = _matcher(entry)
             left = []
             for h in handlers:
-                if not is_ours(h):
+                if not ours(h):
                     left.append(h)
-                elif (
-                    not kept
-                    and event in wanted
-                    and _matcher(group) == wanted[event]
-                    and h.get("type") == "command"
-                    and h.get("command") == command
-                ):
+                elif not kept and right(matcher, h):
                     kept = True
                     left.append(h)
                 else:
-                    removed.append(_say(event, _matcher(group), str(h.get("command"))))
-            if left:
-                out.append({**group, "hooks": left})
-        if event in wanted and not kept and command is not None:
-            matcher = wanted[event]
-            group_new: dict[str, Any] = {"matcher": matcher} if matcher else {}
-            group_new["hooks"] = [{"type": "command", "command": command}]
-            out.append(group_new)
-            added.append(_say(event, matcher, command))
-        if out or (event in hooks and not groups):
+                    removed.append(_say(event, matcher, str(h.get(key))))
+            if left and not flat:
+                out.append({**entry, "hooks": left})
+            elif left:
+                out.extend(left)
+        if want is not None and not kept:
+            matcher, handler = want
+            if flat:
+                out.append({**handler, **({"matcher": matcher} if matcher else {})})
+            else:
+                out.append({**({"matcher": matcher} if matcher else {}), "hooks": [handler]})
+            added.append(_say(event, matcher, str(handler[key])))
+        if out or (event in hooks and not entries):
             hooks[event] = out
         else:
             hooks.pop(event, None)

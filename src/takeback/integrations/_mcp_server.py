@@ -328,12 +328,20 @@ def build_server(config: ServerConfig) -> MCPServer:
     server: MCPServer = MCPServer(
         "takeback", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
+    # A client may ask before a destructive tool. Said outright, not left to the
+    # protocol's defaults: no tool that writes is idempotent (a second undo takes back the
+    # turn before; a second checkpoint is another step).
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    writing = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+    writing = ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+    )
 
     @server.tool(
         annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, open_world_hint=False
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
         )
     )
     @_tool_errors

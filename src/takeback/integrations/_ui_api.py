@@ -116,6 +116,7 @@ class UiApi:
                 for i in snaps.values()
             ]
             sessions = ws.sessions()
+            agents = ws.session_agents()
             baseline = next((i.baseline for i in sessions if i.name == s.name), None)
             return {
                 "root": ws.root,
@@ -124,7 +125,12 @@ class UiApi:
                 "active": ws.active_session(),
                 "baseline": baseline,
                 "sessions": [
-                    {"name": i.name, "baseline": i.baseline, "created_at": i.created_at}
+                    {
+                        "name": i.name,
+                        "baseline": i.baseline,
+                        "created_at": i.created_at,
+                        "agent": agents.get(i.name),
+                    }
                     for i in sessions
                 ],
                 "turns": turns,

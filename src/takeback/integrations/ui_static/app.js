@@ -93,7 +93,8 @@ async function loadTimeline() {
   $("#root").textContent = tl.root;
   const sel = $("#session");
   put(sel, ...tl.sessions.map((s) =>
-    h("option", { value: s.name, selected: s.name === tl.session }, s.name + (s.name === tl.active ? " (latest)" : ""))));
+    h("option", { value: s.name, selected: s.name === tl.session },
+      s.name + (s.agent ? ` · ${s.agent}` : "") + (s.name === tl.active ? " (latest)" : ""))));
   renderTimeline();
 }
 
