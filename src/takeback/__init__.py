@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     )
     from .scan._service import ServicePaths, ServiceReply, answer_here, ask_service
     from .scan._watcher import Watcher
+    from .store._pg_address import StoreAddress
     from .workspace import (
         DEFAULT_SESSION,
         RewindResult,
@@ -82,6 +83,7 @@ _WHERE = {
     "SnapshotInfo": "model",
     "Step": "workspace",
     "StepInfo": "model",
+    "StoreAddress": "store._pg_address",
     "StoreCorruptError": "errors",
     "StoreError": "errors",
     "StoreMissingError": "errors",
@@ -127,6 +129,7 @@ __all__ = [
     "SnapshotInfo",
     "Step",
     "StepInfo",
+    "StoreAddress",
     "StoreCorruptError",
     "StoreError",
     "StoreMissingError",

@@ -21,6 +21,7 @@ from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import Options
 from .store import (
     Store,
+    StoreAddress,
     default_store_path,
     find_database_root,
     is_database_url,
@@ -87,7 +88,7 @@ def default_data_dir() -> str:
 def find_root(
     start: str | os.PathLike[str],
     *,
-    store: str | os.PathLike[str] | None = None,
+    store: str | os.PathLike[str] | StoreAddress | None = None,
     data_dir: str | None = None,
 ) -> str:
     """Return the recorded workspace that ``start`` lies in, as git finds its top folder.
@@ -97,9 +98,10 @@ def find_root(
     itself (a new workspace).
     """
     here = os.path.realpath(os.fspath(start))
-    if isinstance(store, str) and is_database_url(store):
+    if isinstance(store, str | StoreAddress) and is_database_url(store):
         return find_database_root(store, here, data_dir or default_data_dir()) or here
     if store is not None:
+        assert not isinstance(store, StoreAddress)
         try:
             with open(os.path.join(os.fspath(store), "store.json"), "rb") as f:
                 import json
@@ -121,8 +123,8 @@ def find_root(
 
 def copy_history(
     root: str | os.PathLike[str],
-    source: str | os.PathLike[str],
-    target: str | os.PathLike[str],
+    source: str | os.PathLike[str] | StoreAddress,
+    target: str | os.PathLike[str] | StoreAddress,
     *,
     data_dir: str | None = None,
     on_progress: Callable[[int, int], None] | None = None,
@@ -149,13 +151,15 @@ def copy_history(
     real = os.path.realpath(os.fspath(root))
     local = local_store_path(real, data_dir or default_data_dir())
 
-    def spec(s: str | os.PathLike[str]) -> str:
+    def spec(s: str | os.PathLike[str] | StoreAddress) -> str | StoreAddress:
+        if isinstance(s, StoreAddress):
+            return s
         text = os.fspath(s)
-        return text if is_database_url(text) else os.path.realpath(text)
+        return StoreAddress(text) if is_database_url(text) else os.path.realpath(text)
 
     src_spec, dst_spec = spec(source), spec(target)
     if src_spec == dst_spec:
-        raise UsageError(f"source and target are the same store: {src_spec}")
+        raise UsageError(f"source and target are the same store: {src_spec!s}")
     src = open_store(src_spec, real, local=local, create=False)
     try:
         dst = open_store(dst_spec, real, local=local, create=True)
@@ -213,7 +217,7 @@ class Workspace:
         self,
         root: str | os.PathLike[str],
         *,
-        store: str | os.PathLike[str] | None = None,
+        store: str | os.PathLike[str] | StoreAddress | None = None,
         data_dir: str | None = None,
         max_file_bytes: int = ops.DEFAULT_MAX_FILE_BYTES,
         exclude_env: bool = True,
@@ -225,9 +229,12 @@ class Workspace:
         self._data_dir = data_dir
         self._default_store = store is None
         #: the database a shared store is in (None: a folder store)
-        self.store_url: str | None = None
-        if isinstance(store, str) and is_database_url(store):
+        self.store_url: StoreAddress | None = None
+        if isinstance(store, StoreAddress):
             self.store_url = store
+            self.store_path = local_store_path(real, data_dir or default_data_dir())
+        elif isinstance(store, str) and is_database_url(store):
+            self.store_url = StoreAddress(store)
             self.store_path = local_store_path(real, data_dir or default_data_dir())
         elif store is not None:
             self.store_path = os.path.realpath(os.fspath(store))

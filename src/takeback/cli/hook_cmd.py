@@ -192,7 +192,7 @@ def run(ctx: Ctx) -> int:
     call = HookCall(
         agent=ctx.args.agent,
         root=getattr(ctx.args, "root", None),
-        store=ctx.store,
+        store=str(ctx.args.store) if getattr(ctx.args, "store", None) else None,
         session=getattr(ctx.args, "session", None),
         max_file_bytes=ctx.max_file_bytes,
     )
