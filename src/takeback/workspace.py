@@ -149,7 +149,7 @@ def copy_history(
         StoreCorruptError: an object fails its check (in the source, or once copied).
     """
     real = os.path.realpath(os.fspath(root))
-    local = local_store_path(real, data_dir or default_data_dir())
+    base = data_dir or default_data_dir()
 
     def spec(s: str | os.PathLike[str] | StoreAddress) -> str | StoreAddress:
         if isinstance(s, StoreAddress):
@@ -160,14 +160,18 @@ def copy_history(
     src_spec, dst_spec = spec(source), spec(target)
     if src_spec == dst_spec:
         raise UsageError(f"source and target are the same store: {src_spec!s}")
-    src = open_store(src_spec, real, local=local, create=False)
+
+    def local(s: str | StoreAddress) -> str:
+        return local_store_path(real, base, s if isinstance(s, StoreAddress) else None)
+
+    src = open_store(src_spec, real, local=local(src_spec), create=False)
     try:
-        dst = open_store(dst_spec, real, local=local, create=True)
+        dst = open_store(dst_spec, real, local=local(dst_spec), create=True)
         try:
             result, oids = ops.copy_history(src, dst, on_progress=on_progress)
         finally:
             dst.close()
-        fresh = open_store(dst_spec, real, local=local, create=False)
+        fresh = open_store(dst_spec, real, local=local(dst_spec), create=False)
         try:
             result.verified = ops.verify_objects(fresh, oids)
         finally:
@@ -230,13 +234,11 @@ class Workspace:
         self._default_store = store is None
         #: the database a shared store is in (None: a folder store)
         self.store_url: StoreAddress | None = None
-        if isinstance(store, StoreAddress):
-            self.store_url = store
-            self.store_path = local_store_path(real, data_dir or default_data_dir())
-        elif isinstance(store, str) and is_database_url(store):
-            self.store_url = StoreAddress(store)
-            self.store_path = local_store_path(real, data_dir or default_data_dir())
+        if isinstance(store, str | StoreAddress) and is_database_url(store):
+            self.store_url = store if isinstance(store, StoreAddress) else StoreAddress(store)
+            self.store_path = local_store_path(real, data_dir or default_data_dir(), self.store_url)
         elif store is not None:
+            assert not isinstance(store, StoreAddress)
             self.store_path = os.path.realpath(os.fspath(store))
         else:
             self.store_path = default_store_path(real, data_dir or default_data_dir())
@@ -665,6 +667,9 @@ class Workspace:
         """Remove a session's history for good (or every session's), then what only it reached.
 
         Nothing to purge (no such session) is not an error: the result removes nothing.
+        With ``everything``, a database store's local folder on this machine goes too (its
+        scan cache, the hook's records and log), and the one an older takeback kept for
+        the folder whatever the history.
 
         Raises:
             UsageError: neither a session nor ``everything``, or the session is the one an
@@ -685,7 +690,18 @@ class Workspace:
         )
         if not dry_run:
             self.emit({"event": "purge.done", **result.to_json()})
+            if everything and self.store_url is not None:
+                self._drop_local()
         return result
+
+    def _drop_local(self) -> None:
+        """Remove what a database store keeps on this machine for this workspace."""
+        import shutil
+
+        self.close()
+        older = local_store_path(self.root, self._data_dir or default_data_dir())
+        for path in (self.store_path, older):
+            shutil.rmtree(path, ignore_errors=True)
 
     def fsck(
         self, *, read_data: bool = False, on_progress: Callable[[int, int], None] | None = None

@@ -19,9 +19,16 @@ def is_database_url(spec: str | os.PathLike[str] | StoreAddress | None) -> bool:
     return is_address(spec)
 
 
-def local_store_path(root: str, data_dir: str) -> str:
-    """Return this machine's folder for a workspace whose history is in a database."""
-    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
+def local_store_path(root: str, data_dir: str, address: StoreAddress | None = None) -> str:
+    """Return this machine's folder for a workspace whose history is in a database.
+
+    Keyed by the folder and the history: the database's server, port and name, and the
+    workspace's key in it (``address``), so two histories of one folder (two keys, two
+    databases) never share a scan cache or a hook's records. (A database made again at
+    the same address is told apart inside the folder, by the id of its history.)
+    """
+    ident = os.fsencode(root) + (b"\0" + address.local_name().encode() if address else b"")
+    digest = hashlib.sha256(ident).hexdigest()[:16]
     base = os.path.basename(root.rstrip("/")) or "root"
     return os.path.join(data_dir, "local", f"{base}-{digest}")
 
@@ -63,7 +70,7 @@ def find_database_root(url: str | StoreAddress, here: str, data_dir: str) -> str
     address = address_of(url)
     if address.key is None:
         for c in candidates:
-            if os.path.isdir(local_store_path(c, data_dir)):
+            if os.path.isdir(local_store_path(c, data_dir, address)):
                 return c
     from ._pg import find_workspace
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,7 +34,7 @@ from ._meta import SCHEMA_VERSION, MetaStore
 from ._pg_address import StoreAddress
 from ._pg_conn import PgConn
 from ._pg_limits import did_not_answer, is_timeout, wait_for_lock
-from ._pg_meta import PgMeta, PgObjects
+from ._pg_meta import STORE_ID, PgMeta, PgObjects
 from ._pg_schema import (
     EVENTS_CHANNEL,
     LOCK_SCHEMA,
@@ -226,9 +227,7 @@ class PgStore:
                     migrate(conn, where)
                 elif version > PG_SCHEMA_VERSION:
                     raise _newer(version, where)
-                row = conn.execute(
-                    b"SELECT id, created_at FROM takeback.workspaces WHERE key=%s", (key,)
-                ).fetchone()
+                row = conn.execute(_ROW, (STORE_ID, key)).fetchone()
                 if row is None:
                     if not create:
                         raise StoreMissingError(
@@ -240,9 +239,15 @@ class PgStore:
                         b"VALUES (%s,%s,%s) ON CONFLICT (key) DO NOTHING",
                         (key, root, time.time()),
                     )
-                    row = conn.execute(
-                        b"SELECT id, created_at FROM takeback.workspaces WHERE key=%s", (key,)
-                    ).fetchone()
+                    row = conn.execute(_ROW, (STORE_ID, key)).fetchone()
+                if row is not None and row[2] is None:
+                    # Made now, or by a takeback that kept no id: one is made, once.
+                    conn.execute(
+                        b"INSERT INTO takeback.meta(ws, key, value) VALUES (%s,%s,%s) "
+                        b"ON CONFLICT (ws, key) DO NOTHING",
+                        (row[0], STORE_ID, secrets.token_hex(16)),
+                    )
+                    row = conn.execute(_ROW, (STORE_ID, key)).fetchone()
             except psycopg.Error as e:
                 if is_timeout(e):
                     raise StoreError(slow_line(address), path=where) from None
@@ -255,6 +260,7 @@ class PgStore:
         slow = did_not_answer(address.where, address.statement_timeout)
         store = cls(address, root, local, PgConn(conn, int(row[0]), where, slow), key)
         store.created_at = float(row[1])
+        store.meta.store_id = str(row[2])
         return store
 
     def close(self) -> None:
@@ -418,6 +424,11 @@ class PgStore:
         return [(int(r[0]), json.loads(r[1])) for r in rows]
 
 
+#: a workspace's row and its history's id (``STORE_ID``), by its key: one query
+_ROW = (
+    b"SELECT w.id, w.created_at, m.value FROM takeback.workspaces w "
+    b"LEFT JOIN takeback.meta m ON m.ws = w.id AND m.key = %s WHERE w.key = %s"
+)
 #: about how many bytes an object's row takes besides its data (id, columns, header)
 _OBJECT_ROW = 120
 #: the tables whose rows :meth:`PgStore.size_by_part` counts, besides the objects

@@ -38,8 +38,10 @@ from ._pg_conn import PgConn, PgTx
 GENERATION = "gc.generation"
 #: the keys of the scan's cache (``scan.CACHE_KEY`` and its older formats)
 SCAN_CACHE_PREFIX = "dirs-"
-#: the generation this machine's local scan cache was made under (in ``cache.db``)
+#: the history and generation this machine's scan cache was made under (in ``cache.db``)
 LOCAL_GENERATION = "cache.generation"
+#: the workspace's history's id, random, made with it (never copied to another store)
+STORE_ID = "store.id"
 
 if TYPE_CHECKING:
     pass
@@ -166,6 +168,8 @@ class PgMeta:
         self.pg = pg
         self._open_cache = cache
         self._cache: MetaStore | None = None
+        #: the history's id (``STORE_ID``): a local cache made for another is dropped
+        self.store_id = ""
 
     def _local(self) -> MetaStore:
         if self._cache is None:
@@ -219,12 +223,13 @@ class PgMeta:
 
         gc (on any server) raises the workspace's generation before it deletes objects;
         this machine's scan cache, made under an older one, may name objects that are
-        gone, so it is dropped (the next scan reads every file, as a first one does).
-        Asked each time a scan reads its cache, under the shared lock that keeps gc out
-        until the snapshot's rows are written.
+        gone, so it is dropped (the next scan reads every file, as a first one does). So is
+        a cache made for another history (``store_id``: a database made again at the same
+        address, a key that names another workspace). Asked each time a scan reads its
+        cache, under the shared lock that keeps gc out until the snapshot's rows are written.
         """
         cache = self._local()
-        now = self.get_meta(GENERATION) or "0"
+        now = f"{self.store_id}/{self.get_meta(GENERATION) or '0'}"
         if (cache.get_meta(LOCAL_GENERATION) or "0") == now:
             return cache
         if cache.conn.in_transaction:
@@ -785,7 +790,7 @@ class PgMeta:
                     "value=(takeback.meta.value::bigint + 1)::text RETURNING value",
                     (ws, GENERATION),
                 )
-                cache.set_meta(LOCAL_GENERATION, str(row[0]))
+                cache.set_meta(LOCAL_GENERATION, f"{self.store_id}/{row[0]}")
             if last_gc is not None:
                 self.set_meta("gc.last", last_gc)
 
