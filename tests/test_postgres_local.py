@@ -127,3 +127,26 @@ def test_purge_all_removes_what_the_workspace_keeps_on_this_machine(
     assert list(data.rglob("cache.db"))
     tb("purge", "--all", env=env)
     assert not [p for p in data.rglob("*") if p.is_file()], list(data.rglob("*"))
+
+
+def test_the_watching_service_is_not_started_for_a_database_workspace(
+    tb: CLI, ws_dir: Path, pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from takeback import Workspace
+    from takeback.integrations._service import ensure
+
+    _fill(ws_dir)
+    data = tmp_path / "home" / "data" / "takeback"
+    with Workspace(ws_dir, store=pg_url, data_dir=str(data)) as ws:
+        ws.snapshot()
+        assert os.path.isdir(ws.store_path)  # its local folder: a cache, not a store
+        # What hooks and watch call on every prompt and Bash call: nothing to start.
+        monkeypatch.delenv("TAKEBACK_SERVICE")
+        assert ensure(ws.root, ws.store_path, {"TAKEBACK_SERVICE": "1"}) is False
+    started = time.monotonic()
+    proc = tb("service", "start", env={"TAKEBACK_STORE": pg_url}, check=2)
+    assert time.monotonic() - started < 8
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "folder store" in lines[0] and "did not answer" not in lines[0]
+    status = tb("service", "status", env={"TAKEBACK_STORE": pg_url}).stdout
+    assert "scan in full" in status
