@@ -35,6 +35,7 @@ from .store import (
 
 if TYPE_CHECKING:
     from .ops import DiffResult, FileDiff, Resolved
+    from .store._pg_listen import PgListener as Listener
 
 DEFAULT_SESSION = "default"
 
@@ -358,6 +359,22 @@ class Workspace:
                 return False
             return True
         return os.path.exists(os.path.join(self.store_path, "store.json"))
+
+    def listen(self) -> Listener | None:
+        """Return a listener that hears when this workspace's history changes.
+
+        A database store announces each event (LISTEN/NOTIFY); the listener holds a
+        connection of its own until closed. None for a folder store: its files (the
+        event log, ``meta.db``) change with the history, and are watched instead.
+
+        Raises:
+            StoreError: the database cannot be reached.
+        """
+        if self.store_url is None:
+            return None
+        from .store._pg_listen import PgListener
+
+        return PgListener(self.store_url, self.store_url.key or self.root)
 
     def close(self) -> None:
         """Flush and close the store (the object can be used again; it reopens)."""

@@ -54,6 +54,12 @@ class UiApi:
         """Open the workspace for one call (one call at a time)."""
         return self._calls.workspace()
 
+    def listener(self) -> Any:
+        """A listener for the history's changes (a database store), or None (see files)."""
+        from .. import Workspace
+
+        return Workspace(self.config.root, store=self.config.store).listen()
+
     def store_path(self) -> str:
         """Where the store lives (its event log is what the page follows)."""
         from .. import Workspace
