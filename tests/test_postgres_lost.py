@@ -212,3 +212,70 @@ def test_an_undo_that_loses_its_connection_before_it_is_recorded_gives_the_way_b
     assert back.returncode == 0, back.stderr
     assert state(ws_dir) == after
     assert _cli(ws_dir, tmp_path / "xdg", pg_url, "fsck").returncode == 0
+
+
+@pytest.mark.parametrize("at", ["rewrite", "history", "objects", "reclaim"])
+def test_gc_that_loses_its_connection_at_each_step_loses_nothing_kept(
+    pg_url: str, ws_dir: Path, tmp_path: Path, at: str
+) -> None:
+    from takeback.ops._gc import Policy, plan
+
+    from ._gc import build_history
+
+    data = str(tmp_path / "data")
+    with takeback.Workspace(ws_dir, store=pg_url, data_dir=data) as ws:
+        rec = build_history(ws, ws_dir, turns=6, files=12)
+        doomed = set(plan(ws.open_store(), Policy(keep_turns=2, keep_days=0.0)).snapshots)
+        must_keep = {s.id for s in ws.log()} - doomed
+    assert doomed and must_keep
+    with takeback.Workspace(ws_dir, store=pg_url, data_dir=data) as ws:
+        pid = _backend(ws)
+
+        def pause(name: str) -> None:
+            if name == at:
+                _kill(pg_url, pid)
+
+        try:
+            ws.gc(keep_turns=2, keep_days=0, pause=pause)
+        except StoreError:
+            pass  # the step after the kill needed the database
+    with takeback.Workspace(ws_dir, store=pg_url, data_dir=data) as ws:
+        check = ws.fsck(read_data=True)
+        assert check.clean, (at, check.problems)
+        assert must_keep <= set(rec.check(ws)), at
+        ws.gc(keep_turns=2, keep_days=0)
+        assert ws.fsck(read_data=True).clean
+        assert {s.id for s in ws.log()} == must_keep
+        rec.check(ws)
+
+
+def test_a_store_copy_that_loses_its_connection_can_be_made_again(
+    pg_url: str, ws_dir: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "folder-store"
+    _fill(ws_dir, "first", n=40)
+    with takeback.Workspace(ws_dir, store=folder) as ws:
+        ws.snapshot("first")
+        _fill(ws_dir, "second", n=40)
+        ws.snapshot("second")
+        ids = [s.id for s in ws.log()]
+
+    def lose_half_way(done: int, total: int) -> None:
+        if done == total // 2:
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                conn.execute(
+                    b"SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    b"WHERE application_name = 'takeback' AND datname = current_database()"
+                )
+
+    data = str(tmp_path / "data")
+    with pytest.raises(StoreError):
+        takeback.copy_history(ws_dir, folder, pg_url, data_dir=data, on_progress=lose_half_way)
+    # Nothing of the history's rows was written: the database holds none of it yet.
+    result = takeback.copy_history(ws_dir, folder, pg_url, data_dir=data)
+    assert result.verified == result.objects
+    with takeback.Workspace(ws_dir, store=pg_url, data_dir=data) as ws:
+        assert [s.id for s in ws.log()] == ids
+        assert ws.fsck(read_data=True).clean
+        ws.rewind(ids[-1])
+    assert (ws_dir / "d0" / "f0.txt").read_text() == "first 0\n"
