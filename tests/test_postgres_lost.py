@@ -279,3 +279,43 @@ def test_a_store_copy_that_loses_its_connection_can_be_made_again(
         assert ws.fsck(read_data=True).clean
         ws.rewind(ids[-1])
     assert (ws_dir / "d0" / "f0.txt").read_text() == "first 0\n"
+
+
+_KILL_WHEN_JOURNALED = (
+    "import sys, time, psycopg\n"
+    "with psycopg.connect(sys.argv[1], autocommit=True) as c:\n"
+    "    for _ in range(20000):\n"
+    "        if c.execute(b'SELECT count(*) FROM takeback.journals').fetchone()[0]:\n"
+    '            c.execute(b"SELECT pg_terminate_backend(pid) FROM pg_stat_activity "\n'
+    "                      b\"WHERE application_name = 'takeback'\")\n"
+    "            break\n"
+    "        time.sleep(0.0005)\n"
+)
+
+
+def test_an_undo_cut_off_while_writing_is_finished_by_the_next_command(
+    pg_url: str, ws_dir: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "xdg"
+    _fill(ws_dir, "first", n=400)
+    _cli(ws_dir, data, pg_url, "snapshot")
+    before = state(ws_dir)
+    assert _cli(ws_dir, data, pg_url, "turn", "begin", "-m", "t").returncode == 0
+    _cli(ws_dir, data, pg_url, "touch", *[f"d{i % 3}/f{i}.txt" for i in range(400)])
+    _fill(ws_dir, "second", n=400)
+    assert _cli(ws_dir, data, pg_url, "turn", "end").returncode == 0
+    killer = subprocess.Popen([sys.executable, "-c", _KILL_WHEN_JOURNALED, pg_url])
+    proc = _cli(ws_dir, data, pg_url, "undo")
+    killer.wait(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the undo finished before its connection was ended")
+    assert proc.returncode == 1, proc.stderr
+    assert "refused before writing" not in proc.stderr
+    status = _cli(ws_dir, data, pg_url, "status")
+    assert "an undo was interrupted: finish it with `" in status.stderr, status.stderr
+    finish = status.stderr.split("finish it with `")[1].split("`")[0]
+    done = _cli(ws_dir, data, pg_url, *finish.split()[1:])
+    assert done.returncode == 0, done.stderr
+    assert state(ws_dir) == before
+    assert "interrupted" not in _cli(ws_dir, data, pg_url, "status").stderr
+    assert _cli(ws_dir, data, pg_url, "fsck").returncode == 0
