@@ -28,8 +28,10 @@ from ..errors import StoreError
 SCHEMES = ("postgresql://", "postgres://")
 #: seconds a connection may take to be made (and answered) before the command gives up
 CONNECT_TIMEOUT = 5
-#: seconds one statement may run on the server before the server cancels it
-STATEMENT_TIMEOUT = 30
+#: seconds one statement may run on the server before the server cancels it: a statement's
+#: own work takes milliseconds, but it may wait behind another server's transaction (an
+#: object row being inserted), and it must still end well inside a hook call's 30 s bound
+STATEMENT_TIMEOUT = 15
 #: query parameters that hold a secret: never shown, handed to the driver apart
 _SECRET_PARAMS = ("password", "sslpassword")
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
