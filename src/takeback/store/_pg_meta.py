@@ -173,8 +173,15 @@ class PgMeta:
 
     def _local(self) -> MetaStore:
         if self._cache is None:
-            self._cache = self._open_cache()
+            cache = self._open_cache()
+            if cache.get_meta(LOCAL_GENERATION) is None:
+                # A new cache is this history's, as it is now (see _fresh_cache).
+                cache.set_meta(LOCAL_GENERATION, self._stamp())
+            self._cache = cache
         return self._cache
+
+    def _stamp(self) -> str:
+        return f"{self.store_id}/{self.get_meta(GENERATION) or '0'}"
 
     def close(self) -> None:
         """Close the local cache."""
@@ -229,7 +236,7 @@ class PgMeta:
         cache, under the shared lock that keeps gc out until the snapshot's rows are written.
         """
         cache = self._local()
-        now = f"{self.store_id}/{self.get_meta(GENERATION) or '0'}"
+        now = self._stamp()
         if (cache.get_meta(LOCAL_GENERATION) or "0") == now:
             return cache
         if cache.conn.in_transaction:
