@@ -151,3 +151,24 @@ def test_the_address_never_shows_its_password(pg_url: str, ws_dir: Path) -> None
         assert SECRET not in repr(ws.store_url) and SECRET not in ws.store_path
         assert SECRET not in ws.du().path
         assert [s.kind for s in ws.log()]
+
+
+def test_libpq_finds_the_database_through_a_service_file(
+    tb: CLI, ws_dir: Path, pg_url: str, tmp_path: Path
+) -> None:
+    """``service=`` in ``pg_service.conf``: the address holds neither host nor password."""
+    host_port, _slash, db = pg_url.split("@", 1)[1].partition("/")
+    host, _colon, port = host_port.partition(":")
+    services = tmp_path / "pg_service.conf"
+    services.write_text(f"[agents]\nhost={host}\nport={port}\nuser=postgres\ndbname={db}\n")
+    env = {
+        "TAKEBACK_STORE": "postgresql:///?service=agents&application_name=mine",
+        "PGSERVICEFILE": str(services),
+        "PGPASSWORD": SECRET,  # libpq's own way; the test server trusts loopback anyway
+    }
+    write(ws_dir, "f.txt", "one\n")
+    tb("snapshot", "-m", "through the service file", env=env)
+    assert "through the service file" in tb("log", env=env).stdout
+    assert "through the service file" in tb("log", env={"TAKEBACK_STORE": pg_url}).stdout
+    address = takeback.StoreAddress(env["TAKEBACK_STORE"])
+    assert address.where == "service=agents"

@@ -77,9 +77,7 @@ def connect_db(address: StoreAddress) -> psycopg.Connection[Any]:
     drv = _driver()
     conninfo, params = address.connect_args()
     try:
-        conn: psycopg.Connection[Any] = drv.connect(
-            conninfo, autocommit=True, application_name="takeback", **params
-        )
+        conn: psycopg.Connection[Any] = drv.connect(conninfo, autocommit=True, **params)
     except drv.Error as e:
         if is_timeout(e):
             raise StoreError(slow_line(address), path=address.shown) from None

@@ -32,8 +32,6 @@ CONNECT_TIMEOUT = 5
 #: own work takes milliseconds, but it may wait behind another server's transaction (an
 #: object row being inserted), and it must still end well inside a hook call's 30 s bound
 STATEMENT_TIMEOUT = 15
-#: query parameters that hold a secret: never shown, handed to the driver apart
-_SECRET_PARAMS = ("password", "sslpassword")
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
@@ -116,9 +114,8 @@ class StoreAddress:
                 )
             name = _decode(name, "parameter name")
             params[name] = _decode(value, f"parameter {name!r}")
-        for name in _SECRET_PARAMS:
-            if name == "password" and name in params:
-                self._password = params.pop(name)
+        if "password" in params:
+            self._password = params.pop("password")
         self.connect_timeout = _seconds(
             params.pop("connect_timeout", str(CONNECT_TIMEOUT)), "connect_timeout"
         )
@@ -141,7 +138,10 @@ class StoreAddress:
             host, port = first[1:close], first[close + 1 :].lstrip(":")
         else:
             host, _colon, port = first.partition(":")
-        host = _decode(host, "host") or params.get("host", "").split(",")[0] or "localhost"
+        host = _decode(host, "host") or params.get("host", "").split(",")[0]
+        if not host and "service" in params:
+            return f"service={params['service']}", ""  # pg_service.conf says where
+        host = host or "localhost"
         port = port or params.get("port", "").split(",")[0] or "5432"
         if not port.isdigit():
             raise StoreError("the store address's port is not a number", path="postgresql")
@@ -151,8 +151,8 @@ class StoreAddress:
 
     @property
     def where(self) -> str:
-        """``HOST:PORT`` of the (first) server, for messages."""
-        return f"{self.host}:{self.port}"
+        """``HOST:PORT`` of the (first) server (or ``service=NAME``), for messages."""
+        return f"{self.host}:{self.port}" if self.port else self.host
 
     @property
     def shown(self) -> str:
@@ -160,6 +160,8 @@ class StoreAddress:
         user = f"{self.user}{':***' if self._password is not None else ''}@" if self.user else ""
         if not user and self._password is not None:
             user = ":***@"
+        if not self.port:
+            return f"postgresql://{user}/{self.dbname or ''}?{self.host}"
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"postgresql://{user}{host}:{self.port}/{self.dbname or ''}"
 
@@ -198,7 +200,7 @@ class StoreAddress:
         """
         host, _sep, _rest = self._text.partition("://")[2].partition("#")[0].partition("?")
         hostpart = host.rpartition("@")[2]
-        kwargs: dict[str, Any] = dict(self._params)
+        kwargs: dict[str, Any] = {"application_name": "takeback", **self._params}
         if self.user:
             kwargs["user"] = self.user
         if self._password is not None:
