@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     )
     from .scan._service import ServicePaths, ServiceReply, answer_here, ask_service
     from .scan._watcher import Watcher
+    from .store._pg_address import StoreAddress
     from .workspace import (
         DEFAULT_SESSION,
         RewindResult,
@@ -88,6 +89,7 @@ _WHERE = {
     "SnapshotInfo": "model",
     "Step": "workspace",
     "StepInfo": "model",
+    "StoreAddress": "store._pg_address",
     "StoreCorruptError": "errors",
     "StoreError": "errors",
     "StoreMissingError": "errors",
@@ -136,6 +138,7 @@ __all__ = [
     "SnapshotInfo",
     "Step",
     "StepInfo",
+    "StoreAddress",
     "StoreCorruptError",
     "StoreError",
     "StoreMissingError",

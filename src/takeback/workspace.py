@@ -21,6 +21,7 @@ from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import Options
 from .store import (
     Store,
+    StoreAddress,
     default_store_path,
     find_database_root,
     is_database_url,
@@ -35,6 +36,7 @@ from .store import (
 if TYPE_CHECKING:
     from ._likeness import Likeness
     from .ops import DiffResult, FileDiff, Resolved
+    from .store._pg_listen import PgListener as Listener
 
 DEFAULT_SESSION = "default"
 #: a store setting per session: the agent whose hooks record it (``Workspace.mark_agent``)
@@ -90,7 +92,7 @@ def default_data_dir() -> str:
 def find_root(
     start: str | os.PathLike[str],
     *,
-    store: str | os.PathLike[str] | None = None,
+    store: str | os.PathLike[str] | StoreAddress | None = None,
     data_dir: str | None = None,
 ) -> str:
     """Return the recorded workspace that ``start`` lies in, as git finds its top folder.
@@ -100,9 +102,10 @@ def find_root(
     itself (a new workspace).
     """
     here = os.path.realpath(os.fspath(start))
-    if isinstance(store, str) and is_database_url(store):
+    if isinstance(store, str | StoreAddress) and is_database_url(store):
         return find_database_root(store, here, data_dir or default_data_dir()) or here
     if store is not None:
+        assert not isinstance(store, StoreAddress)
         try:
             with open(os.path.join(os.fspath(store), "store.json"), "rb") as f:
                 import json
@@ -124,8 +127,8 @@ def find_root(
 
 def copy_history(
     root: str | os.PathLike[str],
-    source: str | os.PathLike[str],
-    target: str | os.PathLike[str],
+    source: str | os.PathLike[str] | StoreAddress,
+    target: str | os.PathLike[str] | StoreAddress,
     *,
     data_dir: str | None = None,
     on_progress: Callable[[int, int], None] | None = None,
@@ -150,23 +153,29 @@ def copy_history(
         StoreCorruptError: an object fails its check (in the source, or once copied).
     """
     real = os.path.realpath(os.fspath(root))
-    local = local_store_path(real, data_dir or default_data_dir())
+    base = data_dir or default_data_dir()
 
-    def spec(s: str | os.PathLike[str]) -> str:
+    def spec(s: str | os.PathLike[str] | StoreAddress) -> str | StoreAddress:
+        if isinstance(s, StoreAddress):
+            return s
         text = os.fspath(s)
-        return text if is_database_url(text) else os.path.realpath(text)
+        return StoreAddress(text) if is_database_url(text) else os.path.realpath(text)
 
     src_spec, dst_spec = spec(source), spec(target)
     if src_spec == dst_spec:
-        raise UsageError(f"source and target are the same store: {src_spec}")
-    src = open_store(src_spec, real, local=local, create=False)
+        raise UsageError(f"source and target are the same store: {src_spec!s}")
+
+    def local(s: str | StoreAddress) -> str:
+        return local_store_path(real, base, s if isinstance(s, StoreAddress) else None)
+
+    src = open_store(src_spec, real, local=local(src_spec), create=False)
     try:
-        dst = open_store(dst_spec, real, local=local, create=True)
+        dst = open_store(dst_spec, real, local=local(dst_spec), create=True)
         try:
             result, oids = ops.copy_history(src, dst, on_progress=on_progress)
         finally:
             dst.close()
-        fresh = open_store(dst_spec, real, local=local, create=False)
+        fresh = open_store(dst_spec, real, local=local(dst_spec), create=False)
         try:
             result.verified = ops.verify_objects(fresh, oids)
         finally:
@@ -216,7 +225,7 @@ class Workspace:
         self,
         root: str | os.PathLike[str],
         *,
-        store: str | os.PathLike[str] | None = None,
+        store: str | os.PathLike[str] | StoreAddress | None = None,
         data_dir: str | None = None,
         max_file_bytes: int = ops.DEFAULT_MAX_FILE_BYTES,
         exclude_env: bool = True,
@@ -228,11 +237,12 @@ class Workspace:
         self._data_dir = data_dir
         self._default_store = store is None
         #: the database a shared store is in (None: a folder store)
-        self.store_url: str | None = None
-        if isinstance(store, str) and is_database_url(store):
-            self.store_url = store
-            self.store_path = local_store_path(real, data_dir or default_data_dir())
+        self.store_url: StoreAddress | None = None
+        if isinstance(store, str | StoreAddress) and is_database_url(store):
+            self.store_url = store if isinstance(store, StoreAddress) else StoreAddress(store)
+            self.store_path = local_store_path(real, data_dir or default_data_dir(), self.store_url)
         elif store is not None:
+            assert not isinstance(store, StoreAddress)
             self.store_path = os.path.realpath(os.fspath(store))
         else:
             self.store_path = default_store_path(real, data_dir or default_data_dir())
@@ -375,6 +385,22 @@ class Workspace:
                 return False
             return True
         return os.path.exists(os.path.join(self.store_path, "store.json"))
+
+    def listen(self) -> Listener | None:
+        """Return a listener that hears when this workspace's history changes.
+
+        A database store announces each event (LISTEN/NOTIFY); the listener holds a
+        connection of its own until closed. None for a folder store: its files (the
+        event log, ``meta.db``) change with the history, and are watched instead.
+
+        Raises:
+            StoreError: the database cannot be reached.
+        """
+        if self.store_url is None:
+            return None
+        from .store._pg_listen import PgListener
+
+        return PgListener(self.store_url, self.store_url.key or self.root)
 
     def close(self) -> None:
         """Flush and close the store (the object can be used again; it reopens)."""
@@ -753,6 +779,9 @@ class Workspace:
         """Remove a session's history for good (or every session's), then what only it reached.
 
         Nothing to purge (no such session) is not an error: the result removes nothing.
+        With ``everything``, a database store's local folder on this machine goes too (its
+        scan cache, the hook's records and log), and the one an older takeback kept for
+        the folder whatever the history.
 
         Raises:
             UsageError: neither a session nor ``everything``, or the session is the one an
@@ -773,7 +802,18 @@ class Workspace:
         )
         if not dry_run:
             self.emit({"event": "purge.done", **result.to_json()})
+            if everything and self.store_url is not None:
+                self._drop_local()
         return result
+
+    def _drop_local(self) -> None:
+        """Remove what a database store keeps on this machine for this workspace."""
+        import shutil
+
+        self.close()
+        older = local_store_path(self.root, self._data_dir or default_data_dir())
+        for path in (self.store_path, older):
+            shutil.rmtree(path, ignore_errors=True)
 
     def fsck(
         self, *, read_data: bool = False, on_progress: Callable[[int, int], None] | None = None

@@ -14,7 +14,7 @@ from ..errors import ConflictError, TakebackError, UsageError
 from ._render import quote_path
 
 if TYPE_CHECKING:
-    from .. import Workspace
+    from .. import StoreAddress, Workspace
 
 #: command name -> module (one module per command)
 COMMANDS = {
@@ -258,9 +258,13 @@ class Ctx:
                 ) from None
             self.cwd = given_root
         # An empty variable is an unset one (`export TAKEBACK_STORE=` names no folder).
-        self.store: str | None = (
-            getattr(args, "store", None) or os.environ.get("TAKEBACK_STORE") or None
-        )
+        given = getattr(args, "store", None) or os.environ.get("TAKEBACK_STORE") or None
+        #: the store folder, or a database's address, parsed here once (a secret)
+        self.store: str | StoreAddress | None = given
+        if given is not None and given.startswith(("postgresql://", "postgres://")):
+            from .. import StoreAddress
+
+            self.store = StoreAddress(given)
         self._session: str | None = (
             getattr(args, "session", None) or os.environ.get("TAKEBACK_SESSION") or None
         )
@@ -444,6 +448,9 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     try:
         ctx = Ctx(args)
     except TakebackError as e:
+        # The store's address could not be read, or its database did not answer.
+        if getattr(args, "json", False):
+            print(json.dumps({"schema": SCHEMA, **e.to_json()}, indent=2, sort_keys=True))
         print(f"takeback: error: {e.message}", file=sys.stderr)
         return e.exit_code
     try:

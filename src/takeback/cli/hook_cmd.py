@@ -221,7 +221,7 @@ def run(ctx: Ctx) -> int:
         agent=ctx.args.agent,
         event=ctx.args.event,
         root=getattr(ctx.args, "root", None),
-        store=ctx.store,
+        store=str(ctx.args.store) if getattr(ctx.args, "store", None) else None,
         session=getattr(ctx.args, "session", None),
         max_file_bytes=ctx.max_file_bytes,
     )

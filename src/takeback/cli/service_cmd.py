@@ -100,6 +100,20 @@ def run(ctx: Ctx) -> int:
 
     action = ctx.args.action
     ws = ctx.workspace()
+    if ws.store_url is not None:
+        # The service watches for a folder store's scan cache; a database's workspace
+        # scans in full (README, "PostgreSQL"), so there is nothing to start or stop.
+        if action in ("start", "run"):
+            raise UsageError(
+                "the watching service works with a folder store only; with a PostgreSQL "
+                "store, snapshots scan in full"
+            )
+        none = {"running": False, "pid": None, "reason": "a PostgreSQL store: no service"}
+        if ctx.json:
+            ctx.emit_json({"stopped": False, "pid": None} if action == "stop" else none)
+        else:
+            ctx.out("no service with a PostgreSQL store: snapshots scan in full")
+        return 0
     if action in ("start", "run"):
         why = _service.check_folders(ws.store_path)
         if why:

@@ -453,7 +453,13 @@ def start_baseline(ws: Workspace, call: HookCall, raw: bytes, env: Mapping[str, 
         argv = [sys.executable, "-m", "takeback", "hook", call.agent, "--root", ws.root]
         if call.event:
             argv += ["--event", call.event]
-        argv += ["--store", ws.store_path]
+        child_env = {**env, BASELINE_ENV: "1"}
+        if ws.store_url is not None:
+            # The database itself (not this machine's folder for it), through the
+            # environment: its address may hold a password, which argv would show.
+            child_env["TAKEBACK_STORE"] = ws.store_url.reveal()
+        else:
+            argv += ["--store", ws.store_path]
         if call.session:
             argv += ["--session", call.session]
         if call.max_file_bytes is not None:
@@ -467,7 +473,7 @@ def start_baseline(ws: Workspace, call: HookCall, raw: bytes, env: Mapping[str, 
             stderr=subprocess.DEVNULL,
             start_new_session=True,
             pass_fds=(fd,),
-            env={**env, BASELINE_ENV: "1"},
+            env=child_env,
             cwd=ws.root,
         )
         assert proc.stdin is not None
@@ -784,15 +790,18 @@ def _log_event(log_dir: str, payload: Payload | None, event: dict[str, Any]) -> 
 def _fallback_log_dir(
     call: HookCall, store: str | None, payload: Payload | None, env: Mapping[str, str]
 ) -> str:
-    """Where to log when no workspace could be made: the store it would have used."""
-    if store:
+    """Where to log when no workspace could be made: the store it would have used.
+
+    For a database, this machine's folder for it (an address is never a folder name).
+    """
+    if store and not store.startswith(("postgresql://", "postgres://")):
         return store
     try:
         root = choose_root(payload, call.root, env)
     except UsageError:
         root = os.getcwd()
     try:
-        return _make_workspace(root, None, None, env).store_path
+        return _make_workspace(root, store, None, env).store_path
     except TakebackError:
         import platformdirs
 

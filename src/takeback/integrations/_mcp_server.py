@@ -31,7 +31,7 @@ from ..errors import TakebackError
 from ._per_call import PerCall
 
 if TYPE_CHECKING:
-    from .. import Session, Workspace
+    from .. import Session, StoreAddress, Workspace
 
 P = ParamSpec("P")
 
@@ -60,7 +60,7 @@ class ServerConfig:
     """Where the server works: the workspace, its store, and the session by default."""
 
     root: str
-    store: str | None = None
+    store: str | StoreAddress | None = None
     session: str | None = None
     max_file_bytes: int | None = None
 

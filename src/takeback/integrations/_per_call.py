@@ -13,13 +13,15 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .. import Workspace
+    from .. import StoreAddress, Workspace
 
 
 class PerCall:
     """Opens the workspace at ``root`` (with ``store`` and ``max_file_bytes``) per call."""
 
-    def __init__(self, root: str, store: str | None, max_file_bytes: int | None) -> None:
+    def __init__(
+        self, root: str, store: str | StoreAddress | None, max_file_bytes: int | None
+    ) -> None:
         self.root = root
         self.store = store
         self.max_file_bytes = max_file_bytes

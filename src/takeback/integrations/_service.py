@@ -168,12 +168,15 @@ def ensure(root: str, store_path: str, env: Mapping[str, str]) -> bool:
 
     ``TAKEBACK_SERVICE=0`` (or ``off``) in ``env``, or in this process's own environment
     (a harness calling the hook in-process with an environment of its own), turns
-    starting it on demand off.
+    starting it on demand off. Only a folder store has one: a database's workspace keeps
+    a local folder, but no ``store.json`` in it (its snapshots scan in full).
     """
     for where in (env, os.environ):
         if where.get(SERVICE_ENV, "").strip().lower() in ("0", "off", "no", "false"):
             return False
-    if not os.path.isdir(store_path) or running_pid(store_path) is not None:
+    if not os.path.isfile(os.path.join(store_path, "store.json")):
+        return False
+    if running_pid(store_path) is not None:
         return False
     if check_folders(store_path):
         return False

@@ -20,7 +20,7 @@ from ..errors import UsageError
 from ._per_call import PerCall
 
 if TYPE_CHECKING:
-    from .. import DiffResult, Session, SnapshotInfo, StepInfo, Workspace
+    from .. import DiffResult, Session, SnapshotInfo, StepInfo, StoreAddress, Workspace
 
 #: a file's patch longer than this is named, not sent (the page would choke on it)
 MAX_FILE_PATCH = 400_000
@@ -38,7 +38,7 @@ class UiConfig:
     """Where the page looks: the workspace, its store, and the session shown first."""
 
     root: str
-    store: str | None = None
+    store: str | StoreAddress | None = None
     session: str | None = None
     max_file_bytes: int | None = None
 
@@ -53,6 +53,12 @@ class UiApi:
     def workspace(self) -> AbstractContextManager[Workspace]:
         """Open the workspace for one call (one call at a time)."""
         return self._calls.workspace()
+
+    def listener(self) -> Any:
+        """A listener for the history's changes (a database store), or None (see files)."""
+        from .. import Workspace
+
+        return Workspace(self.config.root, store=self.config.store).listen()
 
     def store_path(self) -> str:
         """Where the store lives (its event log is what the page follows)."""

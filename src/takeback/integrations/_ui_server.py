@@ -267,12 +267,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         store = self.ui.api.store_path()
-        last = None
+        last: object = None
         quiet = time.monotonic()
+        try:
+            # A database store says when its history changes (LISTEN/NOTIFY); a folder
+            # store's files are looked at.
+            listener = self.ui.api.listener()
+        except TakebackError:
+            listener = None
         try:
             self.wfile.write(b"retry: 1000\n\n")
             while not self.ui.stopping():
-                mark = _mark(store)
+                if listener is None:
+                    mark: object = _mark(store)
+                else:
+                    heard = last is not None and listener.wait(POLL_SECONDS)
+                    mark = time.monotonic_ns() if heard or last is None else last
                 if mark != last:
                     self.wfile.write(b"event: update\ndata: %d\n\n" % time.time_ns())
                     self.wfile.flush()
@@ -282,9 +292,13 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b": alive\n\n")
                     self.wfile.flush()
                     quiet = time.monotonic()
-                time.sleep(POLL_SECONDS)
-        except OSError:
-            return  # the page went away
+                if listener is None:
+                    time.sleep(POLL_SECONDS)
+        except (OSError, TakebackError):
+            return  # the page went away, or the database did
+        finally:
+            if listener is not None:
+                listener.close()
 
 
 def _mark(store: str) -> tuple[tuple[int, int], ...]:

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._fs import TMP_PREFIX, SafeRoot
-from ..errors import ConflictError, PathError, RestoreError, StoreCorruptError
+from ..errors import ConflictError, PathError, RestoreError, StoreCorruptError, StoreError
 from ..model import DIR, FILE, LARGE, LINK, UNREADABLE, Entry, entry_state
 from ..scan import TreeScope
 from ..store import Store
@@ -446,126 +446,170 @@ def apply(
             "planned": [m.path for m in todo],
         }
     )
-    total = len(todo)
-    done = 0
+    try:
+        total = len(todo)
+        done = 0
 
-    def tick() -> None:
-        nonlocal done
-        done += 1
-        if on_progress is not None:
-            on_progress(done, total)
+        def tick() -> None:
+            nonlocal done
+            done += 1
+            if on_progress is not None:
+                on_progress(done, total)
 
-    def attempt(path: str, fn: Callable[..., object], *args: object) -> bool:
-        try:
-            fn(*args)
-            return True
-        except (OSError, PathError):
-            result.failed.append(path)
-            return False
-
-    def unchanged(path: str, expected: Entry | None) -> bool:
-        """Whether the disk still holds what the move was checked against; else leave it."""
-        try:
-            if disk_matches(root, path, expected):
+        def attempt(path: str, fn: Callable[..., object], *args: object) -> bool:
+            try:
+                fn(*args)
                 return True
-        except (OSError, PathError):
-            result.failed.append(path)  # a symlink on the way: never written through
+            except (OSError, PathError):
+                result.failed.append(path)
+                return False
+
+        def unchanged(path: str, expected: Entry | None) -> bool:
+            """Whether the disk still holds what the move was checked against; else leave it."""
+            try:
+                if disk_matches(root, path, expected):
+                    return True
+            except (OSError, PathError):
+                result.failed.append(path)  # a symlink on the way: never written through
+                return False
+            if expected is None:
+                result.left[path] = IN_THE_WAY
+            else:
+                result.left[path] = "changed during the operation"
+                result.failed.append(path)
             return False
-        if expected is None:
-            result.left[path] = IN_THE_WAY
-        else:
-            result.left[path] = "changed during the operation"
-            result.failed.append(path)
-        return False
 
-    opened = _open_parents(root, todo)
-    removals = [
-        m for m in todo if m.now is not None and (m.write is None or _kind(m.now) != _kind(m.write))
-    ]
-    removed_files: list[str] = []
-    for m in removals:
-        if m.now is not None and m.now.kind != DIR:
-            if unchanged(m.path, m.now) and attempt(m.path, root.remove, m.path):
-                removed_files.append(m.path)
-                if m.write is None:
-                    result.restored.append(m.path)
+        opened = _open_parents(root, todo)
+        removals = [
+            m
+            for m in todo
+            if m.now is not None and (m.write is None or _kind(m.now) != _kind(m.write))
+        ]
+        removed_files: list[str] = []
+        for m in removals:
+            if m.now is not None and m.now.kind != DIR:
+                if unchanged(m.path, m.now) and attempt(m.path, root.remove, m.path):
+                    removed_files.append(m.path)
+                    if m.write is None:
+                        result.restored.append(m.path)
+                tick()
+        blocked: set[str] = set()
+        for m in sorted(
+            (m for m in removals if m.now is not None and m.now.kind == DIR),
+            key=lambda m: m.path.count("/"),
+            reverse=True,
+        ):
+            gone = False
+            try:
+                gone = root.remove_dir(m.path)
+            except (OSError, PathError):
+                result.failed.append(m.path)
+            if not gone:
+                # Something out of scope (an ignored file) still lives there: keep the folder.
+                result.kept_dirs.append(m.path)
+                blocked.add(m.path)
+            elif m.write is None:
+                result.restored.append(m.path + "/")
             tick()
-    blocked: set[str] = set()
-    for m in sorted(
-        (m for m in removals if m.now is not None and m.now.kind == DIR),
-        key=lambda m: m.path.count("/"),
-        reverse=True,
-    ):
-        gone = False
-        try:
-            gone = root.remove_dir(m.path)
-        except (OSError, PathError):
-            result.failed.append(m.path)
-        if not gone:
-            # Something out of scope (an ignored file) still lives there: keep the folder.
-            result.kept_dirs.append(m.path)
-            blocked.add(m.path)
-        elif m.write is None:
-            result.restored.append(m.path + "/")
-        tick()
-    if prune_to is not None:
-        for path in removed_files:
-            _prune(root, path, prune_to, get_tree)
+        if prune_to is not None:
+            for path in removed_files:
+                _prune(root, path, prune_to, get_tree)
 
-    dirs = [m for m in todo if m.write is not None and m.write.kind == DIR]
-    for m in sorted(dirs, key=lambda m: m.path.count("/")):
-        if m.now is None or m.now.kind != DIR:
-            st = lstat_or_none(root, m.path)
-            if st is not None and stat.S_ISDIR(st.st_mode):
-                continue  # already there (made for a file below it)
-            if unchanged(m.path, None):
-                attempt(m.path, root.make_dir, m.path, 0o700)
-        elif m.now.mode | 0o700 != m.now.mode:
-            # Open it to us while its contents are written (the final mode comes last).
-            attempt(m.path, root.chmod_dir, m.path, m.now.mode | 0o700)
-    made: list[str] = []
-    for m in todo:
-        w = m.write
-        if w is None or w.kind == DIR:
-            continue
-        if m.path in blocked:
-            result.failed.append(m.path)  # files someone put in the folder since
+        dirs = [m for m in todo if m.write is not None and m.write.kind == DIR]
+        for m in sorted(dirs, key=lambda m: m.path.count("/")):
+            if m.now is None or m.now.kind != DIR:
+                st = lstat_or_none(root, m.path)
+                if st is not None and stat.S_ISDIR(st.st_mode):
+                    continue  # already there (made for a file below it)
+                if unchanged(m.path, None):
+                    attempt(m.path, root.make_dir, m.path, 0o700)
+            elif m.now.mode | 0o700 != m.now.mode:
+                # Open it to us while its contents are written (the final mode comes last).
+                attempt(m.path, root.chmod_dir, m.path, m.now.mode | 0o700)
+        made: list[str] = []
+        for m in todo:
+            w = m.write
+            if w is None or w.kind == DIR:
+                continue
+            if m.path in blocked:
+                result.failed.append(m.path)  # files someone put in the folder since
+                tick()
+                continue
+            same_kind = m.now is not None and _kind(m.now) == _kind(w)
+            if m.path in result.left or not unchanged(m.path, m.now if same_kind else None):
+                tick()
+                continue
+            missing = _missing_parents(root, m.path)
+            if attempt(m.path, _write, store, root, m.path, w, blobs):
+                result.restored.append(m.path)
+                made.extend(missing)
             tick()
-            continue
-        same_kind = m.now is not None and _kind(m.now) == _kind(w)
-        if m.path in result.left or not unchanged(m.path, m.now if same_kind else None):
-            tick()
-            continue
-        missing = _missing_parents(root, m.path)
-        if attempt(m.path, _write, store, root, m.path, w, blobs):
-            result.restored.append(m.path)
-            made.extend(missing)
-        tick()
 
-    # Final modes, deepest first, so that a read-only folder is closed after its contents.
-    final: dict[str, int] = {}
-    if folder_modes is not None:
-        for d in made:
-            e = lookup(get_tree, folder_modes, d)
-            if e is not None and e.kind == DIR:
-                final[d] = e.mode
-    for d, mode in opened.items():
-        if lstat_or_none(root, d) is not None:  # not removed since
-            final.setdefault(d, mode)
-    for m in dirs:
-        assert m.write is not None
-        final[m.path] = m.write.mode
-    targets = {m.path for m in dirs}
-    for d in sorted(final, key=lambda d: d.count("/"), reverse=True):
-        ok = attempt(d + "/", root.chmod_dir, d, final[d])
-        if ok and d in targets:
-            result.restored.append(d + "/")
-        if d in targets:
-            tick()
-    store.clear_journal()
+        # Final modes, deepest first, so that a read-only folder is closed after its contents.
+        final: dict[str, int] = {}
+        if folder_modes is not None:
+            for d in made:
+                e = lookup(get_tree, folder_modes, d)
+                if e is not None and e.kind == DIR:
+                    final[d] = e.mode
+        for d, mode in opened.items():
+            if lstat_or_none(root, d) is not None:  # not removed since
+                final.setdefault(d, mode)
+        for m in dirs:
+            assert m.write is not None
+            final[m.path] = m.write.mode
+        targets = {m.path for m in dirs}
+        for d in sorted(final, key=lambda d: d.count("/"), reverse=True):
+            ok = attempt(d + "/", root.chmod_dir, d, final[d])
+            if ok and d in targets:
+                result.restored.append(d + "/")
+            if d in targets:
+                tick()
+        store.clear_journal()
+    except StoreError as e:
+        # The store failed (its connection lost) after the first write: not "refused
+        # before writing anything". The journal, written first, stays in the store.
+        raise _lost_store(e, journal, pre, result, todo) from e
     result.restored.sort()
     result.failed = sorted(set(result.failed))
     return result
+
+
+def _lost_store(
+    e: StoreError,
+    journal: dict[str, Any],
+    pre: str | None,
+    result: Applied,
+    todo: Sequence[Move],
+) -> RestoreError:
+    """Return the error of an operation whose store failed once it had begun writing."""
+    op = str(journal.get("op") or "restore")
+    done = {p.rstrip("/") for p in result.restored}
+    left = [m.path for m in todo if m.path not in done and m.path not in result.left]
+    return RestoreError(
+        f"the store failed after the {op} began writing ({e.message}); "
+        f"{len(done)} path(s) written, {len(left)} not; the next command offers to "
+        "finish it or take it back",
+        restored=sorted(result.restored),
+        failed=sorted(set(result.failed) | set(left)),
+        undo_id=pre or "",
+        left=dict(result.left),
+    )
+
+
+def not_recorded(kind: str, e: StoreError, result: Applied, pre: str) -> RestoreError:
+    """Return the error of an operation that wrote its files but could not record them.
+
+    The store failed (its connection lost) after the writes: the way back is the
+    pre-operation snapshot, never "refused before writing anything".
+    """
+    return RestoreError(
+        f"{kind} wrote its files, but the store failed before recording it ({e.message})",
+        restored=result.restored,
+        failed=result.failed,
+        undo_id=pre,
+        left=dict(result.left),
+    )
 
 
 def raise_if_failed(result: Applied, kind: str, pre: str | None) -> None:

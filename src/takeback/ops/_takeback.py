@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._fs import check_relpath
-from ..errors import ConflictError, UsageError
+from ..errors import ConflictError, StoreError, UsageError
 from ..model import DIR, Entry, PlanAction, decode_state, encode_state
 from ..store import OpRow, Store
 from . import _engine as engine
@@ -357,19 +357,22 @@ def _run(
         # unrevert) expects the merge and gives back the file as it was before. (An op
         # may say so of paths it wrote without a conflict: hunks taken back.)
         kept["merged"] = sorted(p for p in merged_all if p in wrote)
-    with store.meta.tx():
-        op_id = store.meta.add_op(
-            session,
-            record_as or kind,
-            turns,
-            first_pre,
-            kept,
-            time.time(),
-        )
-        if record_state != "active":
-            store.meta.set_op_state(op_id, record_state)
-        if not done.failed:
-            on_done(store.meta)
+    try:
+        with store.meta.tx():
+            op_id = store.meta.add_op(
+                session,
+                record_as or kind,
+                turns,
+                first_pre,
+                kept,
+                time.time(),
+            )
+            if record_state != "active":
+                store.meta.set_op_state(op_id, record_state)
+            if not done.failed:
+                on_done(store.meta)
+    except StoreError as e:
+        raise engine.not_recorded(kind, e, done, pre.id) from e
     engine.raise_if_failed(done, kind, pre.id)
     actions: dict[str, PlanAction] = {
         m.path: "A" if m.write is None else "D" if m.now is None else "M"

@@ -8,6 +8,7 @@ from ._copy import COPY_TABLES, LOCAL_SETTINGS
 from ._meta import ChangeRow, MetaStore, OpRow, TouchRow, TurnRow
 from ._objects import ObjectRow, ObjectStore
 from ._open import find_database_root, is_database_url, local_store_path, open_store
+from ._pg_address import StoreAddress
 from ._sqlite import reclaim
 from ._store import (
     FORMAT_VERSION,
@@ -37,6 +38,7 @@ __all__ = [
     "Objects",
     "OpRow",
     "Store",
+    "StoreAddress",
     "TouchRow",
     "TurnRow",
     "default_store_path",

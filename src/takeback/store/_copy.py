@@ -48,4 +48,4 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
 }
 
 #: settings that belong to one store, not to the history it holds
-LOCAL_SETTINGS = frozenset({"schema_version"})
+LOCAL_SETTINGS = frozenset({"schema_version", "store.id"})

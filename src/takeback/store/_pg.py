@@ -13,7 +13,7 @@ log stay in a local folder (``path``).
 Concurrency across servers: the workspace's lock is a session-level advisory lock
 (shared for snapshots, exclusive for restores and gc), so the lock of a server that dies
 goes with its connection; each write transaction takes a transaction-level advisory lock
-on the workspace first (:class:`~._pg_meta.PgTx`); objects are inserted by content hash
+on the workspace first (:class:`~._pg_conn.PgTx`); objects are inserted by content hash
 and an insert that meets an existing row leaves it; objects are committed before the
 snapshot row that names them, in a transaction of their own, so another server sees a
 snapshot only once everything it names is there.
@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import StoreCorruptError, StoreError, StoreMissingError, StoreVersionError
 from ._meta import SCHEMA_VERSION, MetaStore
-from ._pg_meta import PgConn, PgMeta, PgObjects
+from ._pg_address import StoreAddress
+from ._pg_conn import PgConn
+from ._pg_limits import did_not_answer, is_timeout, wait_for_lock
+from ._pg_meta import STORE_ID, PgMeta, PgObjects
 from ._pg_schema import (
     EVENTS_CHANNEL,
     LOCK_SCHEMA,
@@ -45,21 +48,6 @@ if TYPE_CHECKING:
     import psycopg
 
 
-def split_url(url: str) -> tuple[str, str | None]:
-    """Return (what the driver connects to, the workspace key after ``#``, if any)."""
-    conninfo, _hash, key = url.partition("#")
-    return conninfo, (key or None)
-
-
-def shown(url: str) -> str:
-    """Return the address without its password (for messages)."""
-    parts = urlsplit(split_url(url)[0])
-    if parts.password is None:
-        return urlunsplit(parts._replace(query=""))
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc, query=""))
-
-
 def _driver() -> Any:
     try:
         import psycopg
@@ -71,23 +59,32 @@ def _driver() -> Any:
     return psycopg
 
 
-def connect_db(url: str) -> psycopg.Connection[Any]:
-    """Open an autocommit connection to the database a store URL names.
+def slow_line(address: StoreAddress) -> str:
+    """Return the line for a database that did not answer (connect or statement)."""
+    return did_not_answer(address.where, address.connect_timeout)
+
+
+def connect_db(address: StoreAddress) -> psycopg.Connection[Any]:
+    """Open an autocommit connection to the database an address names.
+
+    The driver is given the address without its password (the password apart), so that
+    nothing it says quotes the password; the connect timeout bounds the wait.
 
     Raises:
-        StoreError: the driver is missing, or the server cannot be reached.
+        StoreError: the driver is missing, the address is not one libpq reads, the
+            server cannot be reached or did not answer in time.
     """
     drv = _driver()
-    conninfo = split_url(url)[0]
+    conninfo, params = address.connect_args()
     try:
-        conn: psycopg.Connection[Any] = drv.connect(
-            conninfo, autocommit=True, application_name="takeback"
-        )
+        conn: psycopg.Connection[Any] = drv.connect(conninfo, autocommit=True, **params)
     except drv.Error as e:
+        if is_timeout(e):
+            raise StoreError(slow_line(address), path=address.shown) from None
         first = (str(e).strip().splitlines() or ["cannot connect"])[0]
         raise StoreError(
-            f"cannot reach the PostgreSQL store {shown(url)}: {first}", path=shown(url)
-        ) from e
+            f"cannot reach the PostgreSQL store {address.shown}: {first}", path=address.shown
+        ) from None
     return conn
 
 
@@ -172,14 +169,14 @@ def _open_cache(local: str) -> MetaStore:
 class PgStore:
     """An open PostgreSQL store, for one workspace (its key), with its local folder."""
 
-    def __init__(self, url: str, root: str, local: str, pg: PgConn, key: str) -> None:
+    def __init__(self, address: StoreAddress, root: str, local: str, pg: PgConn, key: str) -> None:
         self.path = local
         self.root = root
         self.key = key
         self.readonly = False
         #: when the workspace's row was made in the database
         self.created_at = 0.0
-        self._url = url
+        self.address = address
         self._pg = pg
         self.objects = PgObjects(pg)
         self.meta = PgMeta(pg, lambda: _open_cache(local))
@@ -189,7 +186,7 @@ class PgStore:
     @property
     def url(self) -> str:
         """The database's address (without a password) and the workspace's key."""
-        return f"{shown(self._url)}#{self.key}"
+        return f"{self.address.shown}#{self.key}"
 
     @property
     def ws(self) -> int:
@@ -197,11 +194,11 @@ class PgStore:
         return self._pg.ws
 
     @classmethod
-    def open(cls, url: str, root: str, *, local: str, create: bool) -> PgStore:
-        """Open the workspace ``root`` in the database at ``url``; make it if ``create``.
+    def open(cls, address: StoreAddress, root: str, *, local: str, create: bool) -> PgStore:
+        """Open the workspace ``root`` in the database at ``address``; make it if ``create``.
 
         Args:
-            url: ``postgresql://...``, with ``#key`` to name the workspace's key.
+            address: the database, with ``#key`` to name the workspace's key.
             root: the workspace (its real path; the default key).
             local: this machine's folder for the store (cache, hook records).
             create: make the schema and the workspace's row when missing.
@@ -213,9 +210,9 @@ class PgStore:
             StoreError: the driver is missing, or the database cannot be reached.
         """
         psycopg = _driver()
-        where = shown(url)
-        key = split_url(url)[1] or root
-        conn = connect_db(url)
+        where = address.shown
+        key = address.key or root
+        conn = connect_db(address)
         try:
             try:
                 version = schema_version(conn)
@@ -228,9 +225,7 @@ class PgStore:
                     migrate(conn, where)
                 elif version > PG_SCHEMA_VERSION:
                     raise _newer(version, where)
-                row = conn.execute(
-                    b"SELECT id, created_at FROM takeback.workspaces WHERE key=%s", (key,)
-                ).fetchone()
+                row = conn.execute(_ROW, (STORE_ID, key)).fetchone()
                 if row is None:
                     if not create:
                         raise StoreMissingError(
@@ -242,18 +237,28 @@ class PgStore:
                         b"VALUES (%s,%s,%s) ON CONFLICT (key) DO NOTHING",
                         (key, root, time.time()),
                     )
-                    row = conn.execute(
-                        b"SELECT id, created_at FROM takeback.workspaces WHERE key=%s", (key,)
-                    ).fetchone()
+                    row = conn.execute(_ROW, (STORE_ID, key)).fetchone()
+                if row is not None and row[2] is None:
+                    # Made now, or by a takeback that kept no id: one is made, once.
+                    conn.execute(
+                        b"INSERT INTO takeback.meta(ws, key, value) VALUES (%s,%s,%s) "
+                        b"ON CONFLICT (ws, key) DO NOTHING",
+                        (row[0], STORE_ID, secrets.token_hex(16)),
+                    )
+                    row = conn.execute(_ROW, (STORE_ID, key)).fetchone()
             except psycopg.Error as e:
+                if is_timeout(e):
+                    raise StoreError(slow_line(address), path=where) from None
                 first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                raise StoreError(f"cannot open the store {where}: {first}", path=where) from e
+                raise StoreError(f"cannot open the store {where}: {first}", path=where) from None
         except BaseException:
             conn.close()
             raise
         assert row is not None  # inserted, or another server's insert won
-        store = cls(url, root, local, PgConn(conn, int(row[0]), where), key)
+        slow = did_not_answer(address.where, address.statement_timeout)
+        store = cls(address, root, local, PgConn(conn, int(row[0]), where, slow), key)
         store.created_at = float(row[1])
+        store.meta.store_id = str(row[2])
         return store
 
     def close(self) -> None:
@@ -283,7 +288,9 @@ class PgStore:
                 self._lock_depth -= 1
             return
         kind = "" if exclusive else "_shared"
-        self._pg.run(f"SELECT pg_advisory_lock{kind}(%s, %s)", (LOCK_WORKSPACE, self.ws))
+        wait_for_lock(
+            self._pg.run, f"pg_advisory_lock{kind}", (LOCK_WORKSPACE, self.ws), local=False
+        )
         self._lock_depth, self._lock_exclusive = 1, exclusive
         try:
             yield
@@ -415,23 +422,30 @@ class PgStore:
         return [(int(r[0]), json.loads(r[1])) for r in rows]
 
 
+#: a workspace's row and its history's id (``STORE_ID``), by its key: one query
+_ROW = (
+    b"SELECT w.id, w.created_at, m.value FROM takeback.workspaces w "
+    b"LEFT JOIN takeback.meta m ON m.ws = w.id AND m.key = %s WHERE w.key = %s"
+)
 #: about how many bytes an object's row takes besides its data (id, columns, header)
 _OBJECT_ROW = 120
 #: the tables whose rows :meth:`PgStore.size_by_part` counts, besides the objects
 _ROW_TABLES = ("snapshots", "sessions", "steps", "turns", "touches", "changes", "ops", "events")
 
 
-def find_workspace(url: str, candidates: list[str]) -> str | None:
+def find_workspace(address: StoreAddress, candidates: list[str]) -> str | None:
     """Return the workspace root among ``candidates`` (folders, nearest first) the database has.
 
     With ``#key`` in the URL, the root recorded with that key, if it is a candidate.
     None when the database has none of them (or cannot be reached: the command that
     follows says why).
     """
-    key = split_url(url)[1]
+    key = address.key
     try:
-        conn = connect_db(url)
-    except StoreError:
+        conn = connect_db(address)
+    except StoreError as e:
+        if e.message == slow_line(address):
+            raise  # the command that follows would wait as long again
         return None
     psycopg = _driver()
     try:

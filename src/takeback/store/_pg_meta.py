@@ -32,18 +32,19 @@ from ._meta import (
     changes_of,
 )
 from ._objects import ObjectRow, PackedObjects
-from ._pg_schema import LOCK_WRITE
-from ._sqlite import Tx
+from ._pg_conn import PgConn, PgTx
 
 #: the workspace's cache generation (a number gc raises before it deletes objects)
 GENERATION = "gc.generation"
 #: the keys of the scan's cache (``scan.CACHE_KEY`` and its older formats)
 SCAN_CACHE_PREFIX = "dirs-"
-#: the generation this machine's local scan cache was made under (in ``cache.db``)
+#: the history and generation this machine's scan cache was made under (in ``cache.db``)
 LOCAL_GENERATION = "cache.generation"
+#: the workspace's history's id, random, made with it (never copied to another store)
+STORE_ID = "store.id"
 
 if TYPE_CHECKING:
-    import psycopg
+    pass
 
 _MAX_INT = 2**63 - 1
 _STEP_COLS = "session, n, turn, before, after, label, exit_code, command"
@@ -55,101 +56,6 @@ def _storable(n: int) -> bool:
 
 def _path(value: object) -> str:
     return os.fsdecode(bytes(value)) if isinstance(value, bytes | memoryview) else str(value)
-
-
-class PgConn:
-    """One connection, the workspace it works for, and the one way queries are sent.
-
-    A database error becomes a :class:`StoreError` (one line, exit 2), as the folder
-    store's do.
-    """
-
-    def __init__(self, conn: psycopg.Connection[Any], ws: int, where: str) -> None:
-        self.conn = conn
-        self.ws = ws
-        self.where = where
-        self.depth = 0  # open PgTx blocks
-
-    def error(self, e: Exception) -> StoreError:
-        """Return the error for a failed query (its first line, and the database)."""
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        return StoreError(f"the store {self.where} failed: {first}", path=self.where)
-
-    def run(self, sql: str, args: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
-        """Execute one statement (``%s`` placeholders)."""
-        import psycopg
-
-        try:
-            return self.conn.execute(sql.encode(), args)
-        except psycopg.Error as e:
-            raise self.error(e) from e
-
-    def one(self, sql: str, args: Sequence[Any] = ()) -> Any:
-        """Return the first row, or None."""
-        return self.run(sql, args).fetchone()
-
-    def many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        """Execute a statement for each row (pipelined by the driver)."""
-        import psycopg
-
-        rows = list(rows)
-        if not rows:
-            return
-        try:
-            with self.conn.cursor() as cur:
-                cur.executemany(sql.encode(), rows)
-        except psycopg.Error as e:
-            raise self.error(e) from e
-
-
-class PgTx:
-    """``with PgTx(...):`` runs the block in one transaction (nested: a savepoint).
-
-    The outermost block takes the workspace's write lock first, and brings the local
-    cache's SQLite transaction along, so the block's cache writes are one commit too.
-    """
-
-    def __init__(self, pg: PgConn, cache: Callable[[], MetaStore | None]) -> None:
-        self.pg = pg
-        self.cache = cache
-        self._tx: Any = None
-        self._cache_tx: Tx | None = None
-
-    def __enter__(self) -> PgTx:
-        import psycopg
-
-        try:
-            self._tx = self.pg.conn.transaction()
-            self._tx.__enter__()
-        except psycopg.Error as e:
-            raise self.pg.error(e) from e
-        self.pg.depth += 1
-        if self.pg.depth == 1:
-            try:
-                self.pg.run("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_WRITE, self.pg.ws))
-                cache = self.cache()
-                if cache is not None:
-                    self._cache_tx = Tx(cache.conn)
-                    self._cache_tx.__enter__()
-            except BaseException as e:
-                self.pg.depth -= 1
-                self._tx.__exit__(type(e), e, e.__traceback__)
-                raise
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        import psycopg
-
-        self.pg.depth -= 1
-        try:
-            self._tx.__exit__(exc_type, exc, tb)
-        except psycopg.Error as e:
-            # The rows were not committed: neither is the cache that describes them.
-            if self._cache_tx is not None:
-                self._cache_tx.__exit__(type(e), e, None)
-            raise self.pg.error(e) from e
-        if self._cache_tx is not None:
-            self._cache_tx.__exit__(exc_type, exc, tb)
 
 
 class PgObjects(PackedObjects):
@@ -262,11 +168,20 @@ class PgMeta:
         self.pg = pg
         self._open_cache = cache
         self._cache: MetaStore | None = None
+        #: the history's id (``STORE_ID``): a local cache made for another is dropped
+        self.store_id = ""
 
     def _local(self) -> MetaStore:
         if self._cache is None:
-            self._cache = self._open_cache()
+            cache = self._open_cache()
+            if cache.get_meta(LOCAL_GENERATION) is None:
+                # A new cache is this history's, as it is now (see _fresh_cache).
+                cache.set_meta(LOCAL_GENERATION, self._stamp())
+            self._cache = cache
         return self._cache
+
+    def _stamp(self) -> str:
+        return f"{self.store_id}/{self.get_meta(GENERATION) or '0'}"
 
     def close(self) -> None:
         """Close the local cache."""
@@ -315,12 +230,13 @@ class PgMeta:
 
         gc (on any server) raises the workspace's generation before it deletes objects;
         this machine's scan cache, made under an older one, may name objects that are
-        gone, so it is dropped (the next scan reads every file, as a first one does).
-        Asked each time a scan reads its cache, under the shared lock that keeps gc out
-        until the snapshot's rows are written.
+        gone, so it is dropped (the next scan reads every file, as a first one does). So is
+        a cache made for another history (``store_id``: a database made again at the same
+        address, a key that names another workspace). Asked each time a scan reads its
+        cache, under the shared lock that keeps gc out until the snapshot's rows are written.
         """
         cache = self._local()
-        now = self.get_meta(GENERATION) or "0"
+        now = self._stamp()
         if (cache.get_meta(LOCAL_GENERATION) or "0") == now:
             return cache
         if cache.conn.in_transaction:
@@ -881,7 +797,7 @@ class PgMeta:
                     "value=(takeback.meta.value::bigint + 1)::text RETURNING value",
                     (ws, GENERATION),
                 )
-                cache.set_meta(LOCAL_GENERATION, str(row[0]))
+                cache.set_meta(LOCAL_GENERATION, f"{self.store_id}/{row[0]}")
             if last_gc is not None:
                 self.set_meta("gc.last", last_gc)
 
