@@ -210,7 +210,11 @@ def ask(store_path: str, request: dict[str, Any], *, timeout: float = ASK_TIMEOU
     deadline = time.monotonic() + timeout
     sock = connect(store_path, timeout)
     try:
-        sock.sendall(json.dumps(request).encode() + b"\n")
+        try:
+            sock.sendall(json.dumps(request).encode() + b"\n")
+        except OSError as e:
+            # It closed the connection first (a stranger refused, a service going away).
+            raise ServiceError(f"the service broke off: {e.strerror or e}") from e
         chunks: list[bytes] = []
         while True:
             left = deadline - time.monotonic()
