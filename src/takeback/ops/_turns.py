@@ -4,7 +4,9 @@ A turn's change list is built from what is known of each path it affected: the s
 file tool's ``touch`` kept before the first write, or the state before a command that
 changed it (taken from the snapshots around the command). Edits nobody attributed to the
 turn (a person's, in another file) are never part of it, so undo leaves them alone.
-Folders a command made or removed are in it too (an empty folder is a change of its own).
+Folders a command made or removed are in it too (an empty folder is a change of its own),
+but not a folder that holds only what is out of scope (a tool's ignored cache): that is
+the command's ignored output, which no take-back removes.
 
 What the turn's start did not hold in scope it did not create: a path absent from the
 snapshot before a command, and left out by that snapshot's own ignore rules, is not
@@ -264,6 +266,8 @@ def join_command(
             continue
         if p in restored and same(decode_state(restored[p]), b):
             continue
+        if a is None and b is not None and b.kind == DIR and _holds_only_out_of_scope(store, p, b):
+            continue
         if a is None:
             from ._rewind import target_scope
 
@@ -278,6 +282,21 @@ def join_command(
             o = Entry(DIR, old.mode, "", 0) if old is not None and old.kind == DIR else old
             store.meta.add_touch(session, turn, path, encode_state(o), tool_call_id, at=before_at)
     return deltas
+
+
+def _holds_only_out_of_scope(store: Store, path: str, folder: Entry) -> bool:
+    """Whether a folder a command made holds nothing in scope, yet is not empty on disk.
+
+    Such a folder is the command's ignored output (``.pytest_cache/``, whose own
+    ``.gitignore`` leaves out all it holds): no take-back may remove what it holds, so it
+    is not the turn's change, and no plan lists it.
+    """
+    if folder.oid and store.objects.get_tree(folder.oid):
+        return False
+    try:
+        return bool(SafeRoot(store.root).listdir(path))
+    except (OSError, PathError):
+        return False
 
 
 def measure_turn(rec: Recording, session: str, turn: int) -> list[Change]:
