@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from takeback import Workspace
+
 from .conftest import CLI, files_state, write
 
 #: What ``pytest`` leaves behind: a folder whose own ``.gitignore`` leaves out all it holds.
@@ -72,3 +74,62 @@ def test_a_folder_a_take_back_cannot_empty_is_left_in_the_plan_too(tb: CLI, ws_d
     write(ws_dir, ".gitignore", "build/*.o\n")
     rewind = doc(tb("rewind", "--to", "start", "--dry-run", "--json").stdout)
     assert "build" in json.dumps(rewind["left"])
+
+
+def _status_is_clean_and_exact(ws: Workspace) -> None:
+    """``status`` lists nothing, and the snapshot after equals a full scan's."""
+    assert ws.status() == []
+    latest = ws.log(limit=1)[0]
+    assert latest.kind.startswith("after-"), latest.kind
+    assert ws.snapshot().tree == latest.tree
+
+
+def test_status_is_clean_after_every_take_back(ws_dir: Path, store_dir: Path) -> None:
+    root = ws_dir
+    write(root, "a.txt", "a0\n")
+    write(root, "bin.dat", b"\0\1\2")
+    write(root, "run.sh", "echo 0\n", 0o644)
+    write(root, "big.bin", b"x" * 3000)
+    write(root, ".gitignore", "*.log\n")
+    (root / "gone").mkdir()
+    (root / "link").symlink_to("a.txt")
+    with Workspace(root, store=store_dir, max_file_bytes=2048) as ws:
+        s = ws.session("agent")
+        s.start()
+        with s.turn(label="one") as t:
+            with t.command("edit"):
+                write(root, "a.txt", "a1\n")
+                write(root, "bin.dat", b"\3\4")
+                (root / "run.sh").chmod(0o755)
+                (root / "gone").rmdir()
+                (root / "link").unlink()
+                (root / "link").symlink_to("bin.dat")
+                write(root, "new/deep/n.txt", "n\n")
+                (root / "empty").mkdir()
+                write(root, "x.log", "ignored\n")
+        with s.turn(label="two") as t:
+            with t.command("edit"):
+                write(root, "a.txt", "a2\n")
+                write(root, "b.txt", "b\n")
+        for op in (
+            lambda: s.undo(),
+            lambda: s.redo(),
+            lambda: s.undo_file("a.txt"),
+            lambda: s.redo(),
+            lambda: s.revert(to_turn=0),
+            lambda: s.unrevert(),
+            lambda: ws.rewind("start", session="agent"),
+        ):
+            op()
+            _status_is_clean_and_exact(ws)
+    assert (root / "x.log").read_text() == "ignored\n"
+
+
+def test_status_is_clean_after_an_undo_on_the_command_line(tb: CLI, ws_dir: Path) -> None:
+    write(ws_dir, "f.txt", "0\n")
+    tb("snapshot")
+    tb("run", "--", "sh", "-c", "echo 1 > f.txt; mkdir -p d/e; echo x > d/e/g.txt")
+    tb("undo")
+    assert tb("status").stdout == ""
+    tb("redo")
+    assert tb("status").stdout == ""

@@ -14,6 +14,7 @@ from ..model import Entry, Plan, PlanItem, SnapshotInfo
 from ..scan import TreeScope
 from ..store import Store
 from . import _engine as engine
+from ._after import record_after
 from ._snapshot import Options, Recording, record, scan
 from ._treediff import diff_trees, under
 
@@ -126,6 +127,14 @@ def rewind(
                 "target": target.id,
                 "paths": list(paths) if paths is not None else None,
             },
+        )
+        record_after(
+            rec,
+            pre,
+            [m.path for m in checked.todo],
+            kind="after-rewind",
+            session=session,
+            message=f"after rewind to {target.id[:10]}",
         )
     out = RewindOutcome(
         the_plan, pre.id, done.restored, done.not_restored, done.kept_dirs, done.left

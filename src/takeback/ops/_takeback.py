@@ -48,6 +48,7 @@ from ..errors import ConflictError, UsageError
 from ..model import DIR, Entry, PlanAction, decode_state, encode_state
 from ..store import OpRow, Store
 from . import _engine as engine
+from ._after import record_after
 from ._engine import same
 from ._merge import MergePlan, Region, merge_moves, refusal_lines
 from ._patch import file_patch
@@ -332,6 +333,15 @@ def _run(
         folder_modes=target_tree,
         prune_to=target_tree if prune else None,
         claim=rec.claim,
+    )
+    # What it wrote is recorded, so that ``status`` after it is clean.
+    record_after(
+        rec,
+        pre,
+        [m.path for m in checked.todo],
+        kind=f"after-{kind}",
+        session=session,
+        message=f"after {kind} of turn(s) {', '.join(map(str, turns))}",
     )
     paths = [p.rstrip("/") for p in done.restored]
     first_pre = pre.id
@@ -947,7 +957,7 @@ def _last_recorded(
     seen the path differ from ``before``, nothing says who changed it: (None, None).
     """
     for snap in store.meta.snapshots(session):
-        if snap.kind.startswith("pre-"):
+        if snap.kind.startswith(("pre-", "after-")):
             continue  # taken by a take-back: it holds whatever was there, not a record
         now = lookup(store.objects.get_tree, snap.tree, path)
         return (f"the snapshot {snap.id[:10]}", now) if not same(now, before) else (None, None)
