@@ -406,3 +406,32 @@ def test_a_setting_is_swapped_by_one_writer(opener: Opener) -> None:
     assert b.meta.swap_meta("gc.last", "1.0", "3.0")
     assert not a.meta.swap_meta("gc.last", "1.0", "4.0")  # the other won
     assert opener().meta.get_meta("gc.last") == "3.0"
+
+
+def test_one_sequence_orders_snapshots_turns_and_ops_whatever_the_clock(opener: Opener) -> None:
+    s = opener()
+    base = _with_session(s)
+    before = s.meta.history_seq()
+    # The clock goes back between each row: the order is the store's, not the clock's.
+    with s.meta.tx():
+        s.meta.add_turn("s", 1, "one", base, 900.0)
+        s.meta.set_turn_state("s", 1, "done", ended=910.0)
+        s.meta.add_session(SessionInfo("t", base, 100.0))
+        s.meta.add_turn("t", 1, "two", base, 100.0)
+        s.meta.set_turn_state("t", 1, "done", ended=110.0)
+    with s.meta.tx():
+        s.meta.add_snapshot(snap("c" * 64, "", "s", "later"))
+        op = s.meta.add_op("s", "undo", [1], base, {}, 50.0)
+    r = opener()
+    seqs = r.meta.seqs()
+    one, two = seqs.turns[("s", 1)], seqs.turns[("t", 1)]
+    assert one[1] is not None and two[1] is not None
+    assert before < one[0] < one[1] < two[0] < two[1] < seqs.snapshots["c" * 64] < seqs.ops[op]
+    assert seqs.snapshots[base] < one[0]
+    assert r.meta.last_ended_turn_session() == "t"  # ended last, though "earlier"
+    assert r.meta.turn_end_seqs("t") == {1: two[1]}
+    assert r.meta.op_seqs("s") == {op: seqs.ops[op]}
+    assert r.meta.history_seq() == seqs.ops[op]
+    with s.meta.tx():
+        assert s.meta.next_seq() > seqs.ops[op]
+    assert r.meta.history_seq() == seqs.ops[op]  # a number handed out is not a change

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
-from ..store import COPY_TABLES, LOCAL_SETTINGS, Store
+from ..store import COPY_TABLES, LOCAL_SETTINGS, SEQ_COLUMNS, Store
 
 
 @dataclass
@@ -76,14 +76,36 @@ def copy_history(
             if on_progress is not None:
                 on_progress(i, len(entries))
         dst.objects.flush()
+        tables = {t: src.meta.copy_rows(t) for t in COPY_TABLES}
+        tables["meta"] = [r for r in tables["meta"] if r[0] not in LOCAL_SETTINGS]
         with dst.meta.tx():
-            for table in COPY_TABLES:
-                rows = src.meta.copy_rows(table)
-                if table == "meta":
-                    rows = [r for r in rows if r[0] not in LOCAL_SETTINGS]
+            _renumber(dst, tables)
+            for table, rows in tables.items():
                 dst.meta.add_copied_rows(table, rows)
                 result.rows[table] = len(rows)
     return result, [oid for oid, _kind, _base in entries]
+
+
+def _renumber(dst: Store, tables: dict[str, list[tuple[Any, ...]]]) -> None:
+    """Give the rows' sequence numbers the target's own, keeping their order.
+
+    The target hands out its numbers (a database's sequence is shared by every
+    workspace in it); the source's order of snapshots, turns and ops stays.
+    """
+    where = {t: [COPY_TABLES[t].index(c) for c in cols] for t, cols in SEQ_COLUMNS.items()}
+    seen = sorted(
+        {r[i] for t, idx in where.items() for r in tables[t] for i in idx if r[i] is not None}
+    )
+    new = {old: dst.meta.next_seq() for old in seen}
+    for t, idx in where.items():
+        rows = []
+        for r in tables[t]:
+            row = list(r)
+            for i in idx:
+                if row[i] is not None:
+                    row[i] = new[row[i]]
+            rows.append(tuple(row))
+        tables[t] = rows
 
 
 def verify_objects(store: Store, oids: list[str]) -> int:

@@ -879,18 +879,19 @@ def recorded_state(store: Store, session: str, path: str) -> tuple[str | None, E
         turn 3``, ``step 5``), None when the session never recorded the path.
     """
     meta = store.meta
-    ended = meta.turn_end_times(session)
-    seen: list[tuple[float, str, Entry | None]] = []
+    # The newest by the store's sequence, never by the clock.
+    ended = meta.turn_end_seqs(session)
+    seen: list[tuple[int, str, Entry | None]] = []
     for t in _turns(store, session):
         for p, _before, after in _changes(store, session, t.n):
             if p == path:
-                seen.append((ended.get(t.n, 0.0), f"turn {t.n}", after))
-    times = meta.op_times(session)
+                seen.append((ended.get(t.n, 0), f"turn {t.n}", after))
+    times = meta.op_seqs(session)
     for op in meta.ops(session):
         wrote = op.data.get("wrote")
         if isinstance(wrote, dict) and path in wrote:
             of = f" of turn {', '.join(map(str, op.turns))}" if op.turns else ""
-            seen.append((times.get(op.id, 0.0), f"the {op.kind}{of}", decode_state(wrote[path])))
+            seen.append((times.get(op.id, 0), f"the {op.kind}{of}", decode_state(wrote[path])))
     if seen:
         _at, source, state = max(seen, key=lambda x: x[0])
         return source, state

@@ -28,8 +28,9 @@ from ._sqlite import Tx, columns, damaged, db_path, tables
 
 #: The version of both databases' tables. 1: a store from before it counted columns,
 #: which may lack some of ``_ADDED_COLUMNS`` (and objects' delta columns); 2: has them all
-#: but ``changes.approximate``; 3: has it too.
-SCHEMA_VERSION = 3
+#: but ``changes.approximate``; 3: has it too; 4: turns and ops have their sequence
+#: numbers (``begun_seq``, ``ended_seq``, ``ops.seq``).
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -76,6 +77,8 @@ CREATE TABLE IF NOT EXISTS turns(
     state TEXT NOT NULL,
     begun_at REAL NOT NULL,
     ended_at REAL,
+    begun_seq INTEGER,
+    ended_seq INTEGER,
     PRIMARY KEY(session, n)
 );
 CREATE TABLE IF NOT EXISTS touches(
@@ -109,7 +112,8 @@ CREATE TABLE IF NOT EXISTS ops(
     pre TEXT REFERENCES snapshots(id),
     data TEXT NOT NULL,
     state TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    seq INTEGER
 );
 CREATE TABLE IF NOT EXISTS dircache(dir BLOB PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS kv(key TEXT PRIMARY KEY, value BLOB NOT NULL);
@@ -135,6 +139,31 @@ _ADDED_COLUMNS = (
     ("snapshots", "unreadable", "TEXT NOT NULL DEFAULT '[]'"),
     ("snapshots", "unreadable_count", "INTEGER NOT NULL DEFAULT 0"),
     ("changes", "approximate", "INTEGER NOT NULL DEFAULT 0"),
+    ("turns", "begun_seq", "INTEGER"),
+    ("turns", "ended_seq", "INTEGER"),
+    ("ops", "seq", "INTEGER"),
+)
+
+#: The store-wide sequence: the snapshots' own (``sqlite_sequence``), from which turns
+#: and ops take their numbers too, so that one order holds for all three, whatever the
+#: clock says. (The row is there once the first snapshot was written; before that, the
+#: first number is 1.)
+_NEXT_SEQ = "UPDATE sqlite_sequence SET seq = seq + 1 WHERE name='snapshots' RETURNING seq"
+
+#: A store from before sequence numbers: each turn and op is given the number of the
+#: snapshot taken just before it (its own, or the newest by time), the best order known.
+_BACKFILL_SEQ = (
+    "UPDATE turns SET begun_seq = COALESCE("
+    "(SELECT seq FROM snapshots s WHERE s.id = turns.before), "
+    "(SELECT MAX(seq) FROM snapshots s WHERE s.created_at <= turns.begun_at), 0) "
+    "WHERE begun_seq IS NULL",
+    "UPDATE turns SET ended_seq = COALESCE("
+    "(SELECT MAX(seq) FROM snapshots s WHERE s.created_at <= turns.ended_at), 0) "
+    "WHERE ended_seq IS NULL AND ended_at IS NOT NULL",
+    "UPDATE ops SET seq = COALESCE("
+    "(SELECT seq FROM snapshots s WHERE s.id = ops.pre), "
+    "(SELECT MAX(seq) FROM snapshots s WHERE s.created_at <= ops.created_at), 0) "
+    "WHERE seq IS NULL",
 )
 
 #: Opening a store: its version, and whether every table is there, in one query.
@@ -149,6 +178,20 @@ _SNAP_COLS = (
     "id, tree, created_at, kind, session, turn, step, message, files, skipped, "
     "skipped_count, duration_ms, unreadable, unreadable_count"
 )
+
+
+class Seqs(NamedTuple):
+    """The store-wide sequence numbers of the history's rows.
+
+    Attributes:
+        snapshots: snapshot id -> its number.
+        turns: (session, n) -> (the number it began at, the one it ended at or None).
+        ops: op id -> its number.
+    """
+
+    snapshots: dict[str, int]
+    turns: dict[tuple[str, int], tuple[int, int | None]]
+    ops: dict[int, int]
 
 
 class TurnRow(NamedTuple):
@@ -368,8 +411,34 @@ class MetaStore:
         return [(t, c, d) for t, c, d in _ADDED_COLUMNS if c not in columns(self.conn, t)]
 
     def _add_columns(self, missing: Iterable[tuple[str, str, str]]) -> None:
+        added = False
         for table, column, decl in missing:
             self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+            added = added or column.endswith("seq")
+        if added:
+            for sql in _BACKFILL_SEQ:
+                self.conn.execute(sql)
+
+    def next_seq(self) -> int:
+        """Hand out the next number of the store-wide sequence (snapshots, turns, ops)."""
+        row = self.conn.execute(_NEXT_SEQ).fetchone()
+        if row is not None:
+            return int(row[0])
+        self.conn.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('snapshots', 1)")
+        return 1
+
+    def history_seq(self) -> int:
+        """The sequence number of the history's last change: a turn begun or ended, an op.
+
+        What take-backs decide from (which turn is last, what can be redone) changes only
+        with one of these, so a plan made at one number still holds while it stays.
+        """
+        row = self.conn.execute(
+            "SELECT MAX(COALESCE((SELECT MAX(begun_seq) FROM turns), 0), "
+            "COALESCE((SELECT MAX(ended_seq) FROM turns), 0), "
+            "COALESCE((SELECT MAX(seq) FROM ops), 0))"
+        ).fetchone()
+        return int(row[0] or 0)
 
     def tx(self) -> Tx:
         """Return a write transaction context."""
@@ -606,8 +675,8 @@ class MetaStore:
     def last_ended_turn_session(self) -> str | None:
         """Return the session of the turn that ended last (None: no turn has ended)."""
         row = self.conn.execute(
-            "SELECT session FROM turns WHERE ended_at IS NOT NULL "
-            "ORDER BY ended_at DESC, rowid DESC LIMIT 1"
+            "SELECT session FROM turns WHERE ended_seq IS NOT NULL "
+            "ORDER BY ended_seq DESC, rowid DESC LIMIT 1"
         ).fetchone()
         return None if row is None else str(row[0])
 
@@ -666,6 +735,16 @@ class MetaStore:
             )
         ]
 
+    def turn_end_seqs(self, session: str) -> dict[int, int]:
+        """Return the sequence number at which each ended turn of the session ended."""
+        return {
+            int(r[0]): int(r[1])
+            for r in self.conn.execute(
+                "SELECT n, ended_seq FROM turns WHERE session=? AND ended_seq IS NOT NULL",
+                (session,),
+            )
+        }
+
     def turn_end_times(self, session: str) -> dict[int, float]:
         """Return when each ended turn of the session ended."""
         return {
@@ -677,10 +756,11 @@ class MetaStore:
         }
 
     def add_turn(self, session: str, n: int, label: str, before: str | None, at: float) -> None:
-        """Open a turn."""
+        """Open a turn (it takes the store-wide sequence's next number)."""
         self.conn.execute(
-            "INSERT INTO turns(session, n, label, before, state, begun_at) VALUES (?,?,?,?,?,?)",
-            (session, n, label, before, "open", at),
+            "INSERT INTO turns(session, n, label, before, state, begun_at, begun_seq) "
+            "VALUES (?,?,?,?,?,?,?)",
+            (session, n, label, before, "open", at, self.next_seq()),
         )
 
     def set_turn_state(
@@ -693,8 +773,8 @@ class MetaStore:
             )
         else:
             self.conn.execute(
-                "UPDATE turns SET state=?, ended_at=? WHERE session=? AND n=?",
-                (state, ended, session, n),
+                "UPDATE turns SET state=?, ended_at=?, ended_seq=? WHERE session=? AND n=?",
+                (state, ended, self.next_seq(), session, n),
             )
 
     def add_touch(
@@ -804,9 +884,18 @@ class MetaStore:
     ) -> int:
         """Record an undo, redo, revert or unrevert (state ``active``); return its id."""
         cur = self.conn.execute(
-            "INSERT INTO ops(session, kind, turns, pre, data, state, created_at) "
-            "VALUES (?,?,?,?,?,?,?)",
-            (session, kind, json.dumps(turns), pre, json.dumps(data), "active", at),
+            "INSERT INTO ops(session, kind, turns, pre, data, state, created_at, seq) "
+            "VALUES (?,?,?,?,?,?,?,?)",
+            (
+                session,
+                kind,
+                json.dumps(turns),
+                pre,
+                json.dumps(data),
+                "active",
+                at,
+                self.next_seq(),
+            ),
         )
         return int(cur.lastrowid or 0)
 
@@ -825,6 +914,13 @@ class MetaStore:
             OpRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5])
             for r in self.conn.execute(sql, args)
         ]
+
+    def op_seqs(self, session: str) -> dict[int, int]:
+        """Return the sequence number of each op of the session."""
+        return {
+            int(r[0]): int(r[1] or 0)
+            for r in self.conn.execute("SELECT id, seq FROM ops WHERE session=?", (session,))
+        }
 
     def op_times(self, session: str) -> dict[int, float]:
         """Return when each op of the session was recorded."""
@@ -878,6 +974,16 @@ class MetaStore:
                 "SELECT session, n, before, after, state, begun_at FROM turns ORDER BY session, n"
             )
         ]
+
+    def seqs(self) -> Seqs:
+        """Every snapshot's, turn's and op's sequence numbers (what gc orders by)."""
+        snaps = {str(r[0]): int(r[1]) for r in self.conn.execute("SELECT id, seq FROM snapshots")}
+        turns = {
+            (str(r[0]), int(r[1])): (int(r[2] or 0), None if r[3] is None else int(r[3]))
+            for r in self.conn.execute("SELECT session, n, begun_seq, ended_seq FROM turns")
+        }
+        ops_ = {int(r[0]): int(r[1] or 0) for r in self.conn.execute("SELECT id, seq FROM ops")}
+        return Seqs(snaps, turns, ops_)
 
     def all_steps(self) -> list[StepInfo]:
         """Return every step of every session."""

@@ -24,6 +24,7 @@ from ._meta import (
     ChangeRow,
     MetaStore,
     OpRow,
+    Seqs,
     TouchRow,
     TurnRow,
     _snap,
@@ -519,8 +520,8 @@ class PgMeta:
     def last_ended_turn_session(self) -> str | None:
         """Return the session of the turn that ended last (None: no turn has ended)."""
         row = self.pg.one(
-            "SELECT session FROM takeback.turns WHERE ws=%s AND ended_at IS NOT NULL "
-            "ORDER BY ended_at DESC, seq DESC LIMIT 1",
+            "SELECT session FROM takeback.turns WHERE ws=%s AND ended_seq IS NOT NULL "
+            "ORDER BY ended_seq DESC, seq DESC LIMIT 1",
             (self.pg.ws,),
         )
         return None if row is None else str(row[0])
@@ -579,6 +580,15 @@ class PgMeta:
         )
         return [TurnRow(*r) for r in rows]
 
+    def turn_end_seqs(self, session: str) -> dict[int, int]:
+        """Return the sequence number at which each ended turn of the session ended."""
+        rows = self.pg.run(
+            "SELECT n, ended_seq FROM takeback.turns "
+            "WHERE ws=%s AND session=%s AND ended_seq IS NOT NULL",
+            (self.pg.ws, session),
+        )
+        return {int(r[0]): int(r[1]) for r in rows}
+
     def turn_end_times(self, session: str) -> dict[int, float]:
         """Return when each ended turn of the session ended."""
         rows = self.pg.run(
@@ -591,8 +601,8 @@ class PgMeta:
     def add_turn(self, session: str, n: int, label: str, before: str | None, at: float) -> None:
         """Open a turn."""
         self.pg.run(
-            "INSERT INTO takeback.turns(ws, session, n, label, before, state, begun_at) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s)",
+            "INSERT INTO takeback.turns(ws, session, n, label, before, state, begun_at, "
+            f"begun_seq) VALUES (%s,%s,%s,%s,%s,%s,%s,{_NEXT_SEQ})",
             (self.pg.ws, session, n, label, before, "open", at),
         )
 
@@ -607,7 +617,7 @@ class PgMeta:
             )
         else:
             self.pg.run(
-                "UPDATE takeback.turns SET state=%s, ended_at=%s "
+                f"UPDATE takeback.turns SET state=%s, ended_at=%s, ended_seq={_NEXT_SEQ} "
                 "WHERE ws=%s AND session=%s AND n=%s",
                 (state, ended, self.pg.ws, session, n),
             )
@@ -720,8 +730,8 @@ class PgMeta:
     ) -> int:
         """Record an undo, redo, revert or unrevert (state ``active``); return its id."""
         row = self.pg.one(
-            "INSERT INTO takeback.ops(ws, session, kind, turns, pre, data, state, created_at) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+            "INSERT INTO takeback.ops(ws, session, kind, turns, pre, data, state, created_at, "
+            f"seq) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,{_NEXT_SEQ}) RETURNING id",
             (self.pg.ws, session, kind, json.dumps(turns), pre, json.dumps(data), "active", at),
         )
         return int(row[0])
@@ -743,6 +753,48 @@ class PgMeta:
             OpRow(int(r[0]), r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5])
             for r in self.pg.run(sql, args)
         ]
+
+    def op_seqs(self, session: str) -> dict[int, int]:
+        """Return the sequence number of each op of the session."""
+        rows = self.pg.run(
+            "SELECT id, seq FROM takeback.ops WHERE ws=%s AND session=%s",
+            (self.pg.ws, session),
+        )
+        return {int(r[0]): int(r[1] or 0) for r in rows}
+
+    def next_seq(self) -> int:
+        """Hand out the next number of the store-wide sequence (snapshots, turns, ops)."""
+        row = self.pg.one(f"SELECT {_NEXT_SEQ}", ())
+        return int(row[0])
+
+    def history_seq(self) -> int:
+        """The sequence number of the history's last change: a turn begun or ended, an op."""
+        row = self.pg.one(
+            "SELECT GREATEST("
+            "(SELECT MAX(GREATEST(begun_seq, COALESCE(ended_seq, 0))) FROM takeback.turns "
+            "WHERE ws=%s), (SELECT MAX(seq) FROM takeback.ops WHERE ws=%s), 0)",
+            (self.pg.ws, self.pg.ws),
+        )
+        return int(row[0] or 0)
+
+    def seqs(self) -> Seqs:
+        """Every snapshot's, turn's and op's sequence numbers (what gc orders by)."""
+        ws = self.pg.ws
+        snaps = {
+            str(r[0]): int(r[1])
+            for r in self.pg.run("SELECT id, seq FROM takeback.snapshots WHERE ws=%s", (ws,))
+        }
+        turns = {
+            (str(r[0]), int(r[1])): (int(r[2] or 0), None if r[3] is None else int(r[3]))
+            for r in self.pg.run(
+                "SELECT session, n, begun_seq, ended_seq FROM takeback.turns WHERE ws=%s", (ws,)
+            )
+        }
+        ops_ = {
+            int(r[0]): int(r[1] or 0)
+            for r in self.pg.run("SELECT id, seq FROM takeback.ops WHERE ws=%s", (ws,))
+        }
+        return Seqs(snaps, turns, ops_)
 
     def op_times(self, session: str) -> dict[int, float]:
         """Return when each op of the session was recorded."""
@@ -905,6 +957,10 @@ class PgMeta:
             [(self.pg.ws, *r) for r in rows],
         )
 
+
+#: The store-wide sequence: the snapshots' own, from which turns and ops take their
+#: numbers too (one order for all three, whatever the clock says).
+_NEXT_SEQ = "nextval(pg_get_serial_sequence('takeback.snapshots', 'seq'))"
 
 #: how a table's rows are read in the order they were written (else by their key)
 _COPY_ORDER = {"meta": "key", "snapshots": "seq", "turns": "seq", "ops": "id"}
