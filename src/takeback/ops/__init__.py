@@ -31,13 +31,13 @@ if TYPE_CHECKING:
         write_policy,
     )
     from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
+    from ._records import recorded_state
     from ._refs import Resolved, resolve
     from ._rewind import RewindOutcome, rewind
     from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
     from ._takeback import (
         MergeOption,
         TurnOpResult,
-        recorded_state,
         redo,
         revert,
         undo,
@@ -103,7 +103,7 @@ _WHERE = {
     "read_entry": "_diff",
     "read_state": "_turns",
     "record": "_snapshot",
-    "recorded_state": "_takeback",
+    "recorded_state": "_records",
     "redo": "_takeback",
     "resolve": "_refs",
     "revert": "_takeback",
