@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import ops
-from .errors import TakebackError, UsageError
+from .errors import StalePlanError, TakebackError, UsageError
 from .model import DIR, Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
 from .scan import in_scope
 
@@ -379,6 +379,7 @@ class Session:
         end_open: bool = True,
         merge: ops.MergeOption = False,
         dry_run: bool = False,
+        plan: str | ops.TurnOpResult | None = None,
     ) -> ops.TurnOpResult:
         """Take back the last turn (or ``turn``, or one ``file`` of it).
 
@@ -403,12 +404,17 @@ class Session:
                 (``conflicts``, with ``why`` naming each, merge regions included; a dry
                 run returns them instead of raising) and ``preview``, the diff each merge
                 would write.
+            plan: a dry run's result (or its ``token``) that a person confirmed: the
+                undo does exactly that plan, or refuses with ``StalePlanError`` (exit 3,
+                nothing written) when the history or a path it names changed since.
+                The same holds for every take-back below.
 
         Returns:
             What was restored, and the snapshot taken before (``pre``); ``nothing`` when
             there was nothing to undo.
 
         Raises:
+            StalePlanError: ``plan`` is out of date; nothing was written.
             ConflictError: a file changed after the turn; nothing was written.
             UsageError: no such turn, or it did not change ``file``.
             PathError: ``file`` is outside the root.
@@ -419,10 +425,18 @@ class Session:
         rel = ws.rel(file, follow=False) if file is not None else None
         return self._take_back(
             lambda rec: ops.undo(
-                rec, self.name, turn=turn, file=rel, force=force, merge=merge, dry_run=dry_run
+                rec,
+                self.name,
+                turn=turn,
+                file=rel,
+                force=force,
+                merge=merge,
+                dry_run=dry_run,
+                plan=_token(plan, dry_run),
             ),
             end_open=end_open,
             dry_run=dry_run,
+            plan=plan,
         )
 
     def undo_file(
@@ -433,6 +447,7 @@ class Session:
         end_open: bool = True,
         merge: ops.MergeOption = False,
         dry_run: bool = False,
+        plan: str | ops.TurnOpResult | None = None,
     ) -> ops.TurnOpResult:
         """Put one file back as it was before the session first changed it.
 
@@ -450,6 +465,7 @@ class Session:
                 open turn stays open, and what the undo writes joins it.
             merge: merge the file when it changed since (as :meth:`undo`).
             dry_run: plan only (as :meth:`undo`).
+            plan: a plan confirmed (as :meth:`undo`).
 
         Returns:
             What was restored (``kind`` is ``undo-file``), and the snapshot taken before.
@@ -472,9 +488,11 @@ class Session:
                 open_turn=rec.join[1] if rec.join else None,
                 merge=merge,
                 dry_run=dry_run,
+                plan=_token(plan, dry_run),
             ),
             end_open=end_open,
             dry_run=dry_run,
+            plan=plan,
         )
 
     def redo(
@@ -484,6 +502,7 @@ class Session:
         join_open: bool = False,
         merge: ops.MergeOption = False,
         dry_run: bool = False,
+        plan: str | ops.TurnOpResult | None = None,
     ) -> ops.TurnOpResult:
         """Bring back what the last undo took back (undo after undo, redo walks forward).
 
@@ -494,6 +513,7 @@ class Session:
             force: overwrite files changed since the undo.
             merge: merge files changed since the undo (as :meth:`undo`).
             dry_run: plan only (as :meth:`undo`).
+            plan: a plan confirmed (as :meth:`undo`).
             join_open: the agent itself asks (over MCP), inside its reply: what the redo
                 writes joins the session's open turn.
 
@@ -501,10 +521,18 @@ class Session:
             ConflictError: a file changed since the undo; nothing was written.
         """
         return self._take_back(
-            lambda rec: ops.redo(rec, self.name, force=force, merge=merge, dry_run=dry_run),
+            lambda rec: ops.redo(
+                rec,
+                self.name,
+                force=force,
+                merge=merge,
+                dry_run=dry_run,
+                plan=_token(plan, dry_run),
+            ),
             end_open=False,
             join=join_open,
             dry_run=dry_run,
+            plan=plan,
         )
 
     def revert(
@@ -514,10 +542,11 @@ class Session:
         force: bool = False,
         merge: ops.MergeOption = False,
         dry_run: bool = False,
+        plan: str | ops.TurnOpResult | None = None,
     ) -> ops.TurnOpResult:
         """Take back every turn after ``to_turn`` at once (0: every turn).
 
-        ``merge`` and ``dry_run`` as for :meth:`undo`.
+        ``merge``, ``dry_run`` and ``plan`` as for :meth:`undo`.
 
         Raises:
             ConflictError: a file changed after the turn that last changed it.
@@ -525,26 +554,46 @@ class Session:
         """
         return self._take_back(
             lambda rec: ops.revert(
-                rec, self.name, to_turn=to_turn, force=force, merge=merge, dry_run=dry_run
+                rec,
+                self.name,
+                to_turn=to_turn,
+                force=force,
+                merge=merge,
+                dry_run=dry_run,
+                plan=_token(plan, dry_run),
             ),
             end_open=True,
             dry_run=dry_run,
+            plan=plan,
         )
 
     def unrevert(
-        self, *, force: bool = False, merge: ops.MergeOption = False, dry_run: bool = False
+        self,
+        *,
+        force: bool = False,
+        merge: ops.MergeOption = False,
+        dry_run: bool = False,
+        plan: str | ops.TurnOpResult | None = None,
     ) -> ops.TurnOpResult:
         """Put back what the last revert took back, as it was when the revert began.
 
-        ``merge`` and ``dry_run`` as for :meth:`undo`.
+        ``merge``, ``dry_run`` and ``plan`` as for :meth:`undo`.
 
         Raises:
             ConflictError: a file changed since the revert.
         """
         return self._take_back(
-            lambda rec: ops.unrevert(rec, self.name, force=force, merge=merge, dry_run=dry_run),
+            lambda rec: ops.unrevert(
+                rec,
+                self.name,
+                force=force,
+                merge=merge,
+                dry_run=dry_run,
+                plan=_token(plan, dry_run),
+            ),
             end_open=False,
             dry_run=dry_run,
+            plan=plan,
         )
 
     def _take_back(
@@ -554,6 +603,7 @@ class Session:
         end_open: bool,
         join: bool | None = None,
         dry_run: bool = False,
+        plan: str | ops.TurnOpResult | None = None,
     ) -> ops.TurnOpResult:
         """Run a take-back, ending the open turn first or joining its writes to it.
 
@@ -575,6 +625,15 @@ class Session:
         elif (not end_open if join is None else join) and current is not None:
             rec = dataclasses.replace(rec, join=(self.name, current.n))
         result = op(rec)
+        if result.nothing and plan is not None:
+            # The plan confirmed did something; now there is nothing to do: not that plan.
+            raise StalePlanError(
+                f"the {result.kind} planned is out of date: there is nothing to "
+                f"{result.kind} now; nothing was written (plan again)",
+                planned=_token(plan, False) or "",
+                now="",
+                reason="history",
+            )
         if not result.nothing and not result.dry_run:
             ws.announce_restore(
                 result.kind,
@@ -937,3 +996,10 @@ def _reason(e: BaseException) -> str:
     """Why a snapshot failed, for the event (the class name when the message is empty)."""
     text = e.message if isinstance(e, TakebackError) else str(e)
     return text or type(e).__name__
+
+
+def _token(plan: str | ops.TurnOpResult | None, dry_run: bool) -> str | None:
+    """The token of a confirmed plan (a dry run has none to keep to)."""
+    if plan is None or dry_run:
+        return None
+    return plan if isinstance(plan, str) else plan.token or ""

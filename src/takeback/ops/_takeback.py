@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from . import _engine as engine
 from ._after import record_after
 from ._merge import MergePlan, Region, merge_moves, refusal_lines
 from ._patch import file_patch
+from ._plan import check_plan, plan_token
 from ._records import first_change, last_recorded, recorded_state
 from ._rewind import target_scope
 from ._snapshot import Recording, scan, take
@@ -94,6 +96,9 @@ class TurnOpResult:
             refuse the operation, and their regions (as a refusal's
             ``ConflictError.regions`` names them).
         preview: in a dry run, the unified diff from each merged file now to its merge.
+        token: the plan's token (:mod:`._plan`): given back as ``plan``, the operation
+            does exactly this plan or refuses (``StalePlanError``); None when there was
+            nothing to do.
     """
 
     kind: str
@@ -113,6 +118,7 @@ class TurnOpResult:
     markers: dict[str, list[Region]] = field(default_factory=dict)
     preview: bytes = b""
     regions: dict[str, list[Region]] = field(default_factory=dict)
+    token: str | None = None
 
     def summary(self) -> str:
         """One line for people, naming the session and turns it acted on.
@@ -164,6 +170,7 @@ class TurnOpResult:
             "markers": {p: [r.to_json() for r in rs] for p, rs in self.markers.items()},
             "regions": {p: [r.to_json() for r in rs] for p, rs in self.regions.items()},
             "preview": self.preview.decode("utf-8", "replace"),
+            "token": self.token,
         }
 
 
@@ -221,6 +228,7 @@ def _run(
     merge: MergeOption = False,
     labels: tuple[str, str] = ("record", "target"),
     dry_run: bool = False,
+    plan: str | None = None,
 ) -> TurnOpResult:
     """Snapshot, check, write through the engine, and record one operation (under the lock).
 
@@ -249,8 +257,11 @@ def _run(
             ``"markers"`` writes a merge with conflicts too, with conflict markers.
         labels: the conflict markers' names of the record's state and the state to write.
         dry_run: plan only: no snapshot is taken and nothing is written or recorded.
+        plan: the token of the plan the caller confirmed: the operation writes only if
+            its plan now is that one.
 
     Raises:
+        StalePlanError: ``plan`` is not the plan now; nothing was written.
         ConflictError: a path is not as the record says, and ``force`` is false (with
             ``merge``: a path cannot be merged, or, without markers, its merge has
             conflicting regions, which the error names).
@@ -277,6 +288,16 @@ def _run(
     moves = engine.moves_from(store, now_tree, pairs, created=created)
     scope = target_scope(store, opts, target_tree) if target_tree else None
     checked = engine.check(store, moves, force=force, target_scope=scope)
+    # The plan's token, from what decides it (the merges follow from the same states).
+    token = plan_token(
+        kind=kind,
+        session=session,
+        history=store.meta.history_seq(),
+        subject=[turns, json.dumps(data, sort_keys=True, default=str), merge, force],
+        checked=checked,
+    )
+    if plan is not None and not dry_run:
+        check_plan(plan, token, kind=kind)
     merged: MergePlan | None = None
     why: dict[str, str] = {}
     journal: dict[str, Any] = {
@@ -319,7 +340,9 @@ def _run(
     marked = {p: list(rs) for p, rs in merged.regions.items()} if merged else {}
     merged_paths = sorted(merged.data) if merged else []
     if pre is None:
-        return _planned(store, kind, turns, session, checked, merged, marked, why)
+        result = _planned(store, kind, turns, session, checked, merged, marked, why)
+        result.token = token
+        return result
     if merged is not None:
         for data_ in merged.data.values():
             store.objects.put("blob", data_)
@@ -391,6 +414,7 @@ def _run(
         why=why if force else {},
         merged=[p for p in merged_paths if p in wrote],
         markers={p: rs for p, rs in marked.items() if p in wrote},
+        token=token,
     )
 
 
@@ -471,6 +495,7 @@ def undo(
     force: bool = False,
     merge: MergeOption = False,
     dry_run: bool = False,
+    plan: str | None = None,
 ) -> TurnOpResult:
     """Take back a turn (the last one that changed something, or ``turn``), or one file of it.
 
@@ -483,6 +508,7 @@ def undo(
         force: overwrite files changed since the turn.
         merge: merge files changed since the turn (see :func:`_run`).
         dry_run: plan only (nothing is written, no snapshot is taken).
+        plan: the token of a plan (a dry run's): do exactly that plan or refuse.
 
     Raises:
         ConflictError: a file changed after the turn (and ``force`` is false).
@@ -543,6 +569,7 @@ def undo(
             merge=merge,
             labels=(f"turn {n}", f"before turn {n}"),
             dry_run=dry_run,
+            plan=plan,
         )
 
 
@@ -573,6 +600,7 @@ def redo(
     force: bool = False,
     merge: MergeOption = False,
     dry_run: bool = False,
+    plan: str | None = None,
 ) -> TurnOpResult:
     """Bring back what the last undo still to be redone took back.
 
@@ -594,7 +622,7 @@ def redo(
         op_id, turns, pre, data = op.id, op.turns, op.pre, op.data
         if op.kind == "undo-file":
             return _redo_file(
-                rec, session, op_id, pre, data, force=force, merge=merge, dry_run=dry_run
+                rec, session, op_id, pre, data, force=force, merge=merge, dry_run=dry_run, plan=plan
             )
         n = turns[0]
         file = data.get("file")
@@ -634,6 +662,7 @@ def redo(
             merge=merge,
             labels=(f"undo of turn {n}", f"turn {n}"),
             dry_run=dry_run,
+            plan=plan,
         )
 
 
@@ -647,6 +676,7 @@ def _redo_file(
     force: bool,
     merge: MergeOption,
     dry_run: bool,
+    plan: str | None,
 ) -> TurnOpResult:
     """Bring back what a one-file undo took back: the file as it was when the undo began."""
     store = rec.store
@@ -674,6 +704,7 @@ def _redo_file(
         merge=merge,
         labels=("its undo", "before its undo"),
         dry_run=dry_run,
+        plan=plan,
     )
 
 
@@ -685,6 +716,7 @@ def revert(
     force: bool = False,
     merge: MergeOption = False,
     dry_run: bool = False,
+    plan: str | None = None,
 ) -> TurnOpResult:
     """Take back every turn after ``to_turn`` at once (or move a standing revert there).
 
@@ -710,7 +742,7 @@ def revert(
         standing = store.meta.ops(session, kind="revert", state="active")
         if standing:
             return _move_revert(
-                rec, session, all_turns, standing[0], to_turn, force, merge, dry_run
+                rec, session, all_turns, standing[0], to_turn, force, merge, dry_run, plan
             )
         turns = [t for t in all_turns if t.n > to_turn and t.state == "done"]
         if not turns:
@@ -748,6 +780,7 @@ def revert(
                 f"turn {to_turn}" if to_turn else "before turn 1",
             ),
             dry_run=dry_run,
+            plan=plan,
         )
 
 
@@ -760,6 +793,7 @@ def _move_revert(
     force: bool,
     merge: MergeOption,
     dry_run: bool,
+    plan: str | None,
 ) -> TurnOpResult:
     """Move a standing revert to ``to_turn``: the state that turn left, exactly."""
     store = rec.store
@@ -809,6 +843,7 @@ def _move_revert(
         merge=merge,
         labels=(f"revert to turn {old_to}", f"turn {to_turn}" if to_turn else "before turn 1"),
         dry_run=dry_run,
+        plan=plan,
     )
 
 
@@ -819,6 +854,7 @@ def unrevert(
     force: bool = False,
     merge: MergeOption = False,
     dry_run: bool = False,
+    plan: str | None = None,
 ) -> TurnOpResult:
     """Put back what the standing revert took back, as the files were when it began.
 
@@ -864,6 +900,7 @@ def unrevert(
             merge=merge,
             labels=("the revert", "before the revert"),
             dry_run=dry_run,
+            plan=plan,
         )
 
 
@@ -876,6 +913,7 @@ def undo_file(
     open_turn: int | None = None,
     merge: MergeOption = False,
     dry_run: bool = False,
+    plan: str | None = None,
 ) -> TurnOpResult:
     """Put one file back as it was before the session first changed it.
 
@@ -920,6 +958,7 @@ def undo_file(
             merge=merge,
             labels=(source or "the record", f"before {ref}"),
             dry_run=dry_run,
+            plan=plan,
         )
         result.ref = ref
         return result
