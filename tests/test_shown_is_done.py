@@ -133,3 +133,48 @@ def test_status_is_clean_after_an_undo_on_the_command_line(tb: CLI, ws_dir: Path
     assert tb("status").stdout == ""
     tb("redo")
     assert tb("status").stdout == ""
+
+
+def _hook(tb: CLI, ws_dir: Path, **p: Any) -> None:
+    payload = {"session_id": "agent", "cwd": str(ws_dir), **p}
+    proc = tb("hook", "claude-code", input=json.dumps(payload).encode())
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_a_persons_edit_while_a_denied_command_stayed_open_is_a_conflict(
+    tb: CLI, ws_dir: Path
+) -> None:
+    write(ws_dir, "notes.md", "mine\n")
+    write(ws_dir, "app.py", "v0\n")
+    _hook(tb, ws_dir, hook_event_name="UserPromptSubmit", prompt="go")
+    _hook(
+        tb,
+        ws_dir,
+        hook_event_name="PreToolUse",
+        tool_name="Edit",
+        tool_use_id="t1",
+        tool_input={"file_path": str(ws_dir / "app.py")},
+    )
+    write(ws_dir, "app.py", "v1\n")
+    # A Bash call the person denied: its PreToolUse came, its end never does.
+    _hook(
+        tb,
+        ws_dir,
+        hook_event_name="PreToolUse",
+        tool_name="Bash",
+        tool_use_id="t2",
+        tool_input={"command": "rm -rf build"},
+    )
+    write(ws_dir, "notes.md", "a person's edit, meanwhile\n")
+    _hook(tb, ws_dir, hook_event_name="Stop")
+    changes = doc(tb("changes", "--json").stdout)["changes"]
+    assert {c["path"]: c["unconfirmed"] for c in changes} == {"app.py": False, "notes.md": True}
+    assert "unconfirmed" in tb("changes").stdout
+    before = files_state(ws_dir)
+    plan = doc(tb("undo", "--dry-run", "--json", check=3).stdout)
+    assert plan["conflicts"] == ["notes.md"] and "never seen" in plan["why"]["notes.md"]
+    refused = tb("undo", check=3)
+    assert "notes.md changed in a step whose end was never seen" in refused.stderr
+    assert files_state(ws_dir) == before  # nothing written
+    done = doc(tb("undo", "--force", "--json").stdout)
+    assert done["conflicts"] == ["notes.md"] and (ws_dir / "app.py").read_text() == "v0\n"

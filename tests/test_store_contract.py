@@ -213,17 +213,22 @@ def test_turns_touches_and_change_lists(opener: Opener) -> None:
         assert not s.meta.add_touch("s", 1, "a.txt", "earlier", "call-1", at=15.0)
         assert s.meta.add_touch("s", 1, "b.txt", None, "call-2", at=20.0)
         assert not s.meta.add_touch("s", 1, "b.txt", None, "call-3", at=21.0)
+        # A step whose end was never seen changed b.txt too: unconfirmed, once said.
+        assert not s.meta.add_touch("s", 1, "b.txt", None, None, at=22.0, unconfirmed=True)
+        assert not s.meta.add_touch("s", 1, "b.txt", None, None, at=23.0)
         name = os.fsdecode(b"caf\xe9.txt")  # not UTF-8: kept as its bytes
         assert s.meta.add_touch("t", 1, name, "x", None, at=40.0)
     r = opener()
     touches = r.meta.touches("s", 1)
-    assert touches["a.txt"] == ("earlier", "call-1")  # the earliest state, one call
-    assert touches["b.txt"] == (None, None)  # two calls: no one call's change
+    assert touches["a.txt"] == ("earlier", "call-1", False)  # the earliest state, one call
+    assert touches["b.txt"] == (None, None, True)  # two calls: no one call's change
     assert r.meta.claimed_by_others("s", 100.0) == {name}  # t's turn is open
     assert r.meta.claimed_by_others("t", 100.0) == {"a.txt", "b.txt"}
     rows = [
         ChangeRow("z.txt", "created", 1, 0, None, "s1", "ab" * 32, True),
-        ChangeRow(name, "modified", 2, 3, "s0", "s1", "cd" * 32, True, approximate=True),
+        ChangeRow(
+            name, "modified", 2, 3, "s0", "s1", "cd" * 32, True, approximate=True, unconfirmed=True
+        ),
         ChangeRow("a.txt", "deleted", 0, 4, "s0", None, None, False),
     ]
     with s.meta.tx():
@@ -235,7 +240,8 @@ def test_turns_touches_and_change_lists(opener: Opener) -> None:
     r = opener()
     assert r.meta.change_rows("s", 1) == sorted(rows, key=lambda c: os.fsencode(c.path))
     assert [c.path for c in r.meta.changes("s", 1)] == ["a.txt", name, "z.txt"]
-    assert r.meta.changes("s", 1)[1].approximate
+    assert r.meta.changes("s", 1)[1].approximate and r.meta.changes("s", 1)[1].unconfirmed
+    assert not r.meta.changes("s", 1)[0].unconfirmed
     assert r.meta.turn_rows("s") == [(1, "fix it", base, None, "undone")]
     assert r.meta.turn_end_times("s") == {1: 50.0}
     assert r.meta.last_ended_turn_session() == "t"

@@ -119,6 +119,8 @@ def _make_old(store_dir: Path) -> None:
     conn.execute("ALTER TABLE turns DROP COLUMN begun_seq")
     conn.execute("ALTER TABLE turns DROP COLUMN ended_seq")
     conn.execute("ALTER TABLE ops DROP COLUMN seq")
+    conn.execute("ALTER TABLE touches DROP COLUMN unconfirmed")
+    conn.execute("ALTER TABLE changes DROP COLUMN unconfirmed")
     conn.commit()
     conn.close()
     conn = sqlite3.connect(store_dir / "objects.db")

@@ -901,11 +901,14 @@ class Step:
         call = self.tool_call_ids[0] if len(self.tool_call_ids) == 1 else None
         return turn.touch(path, text, tool_call_id=call)
 
-    def finish(self, exit_code: int | None = None) -> None:
+    def finish(self, exit_code: int | None = None, *, unconfirmed: bool = False) -> None:
         """End the step; for a command, snapshot after it and record what it changed.
 
         Inside an open turn, the files a command changed join the turn (their
         ``file.changed`` events go out when the turn ends); outside one, they go out now.
+        ``unconfirmed``: the command's end was never seen (a hook finishing a denied or
+        failed call later): its changes are marked so, and a take-back treats them as
+        conflicts unless forced.
         """
         if not self._open:
             return
@@ -913,12 +916,12 @@ class Step:
         if self.n == 0:
             return  # detached
         try:
-            self._finish(exit_code)
+            self._finish(exit_code, unconfirmed)
         except TakebackError as e:
             # The store cannot be written (a full disk): said, and the agent goes on.
             self.session.failed(e, turn=self.turn or None, step=self.n)
 
-    def _finish(self, exit_code: int | None) -> None:
+    def _finish(self, exit_code: int | None, unconfirmed: bool = False) -> None:
         ws = self.session.workspace
         store = ws.open_store()
         with ops.shared_lock(store):
@@ -931,11 +934,11 @@ class Step:
                     self.session.name, self.n, self.after.id if self.after else None, exit_code
                 )
             if self.is_command and self.before and self.after:
-                self._record_changes(store)
+                self._record_changes(store, unconfirmed)
         if self._own_turn and self.turn:
             Turn(self.session, self.turn, self.label).end()
 
-    def _record_changes(self, store: Store) -> None:
+    def _record_changes(self, store: Store, unconfirmed: bool = False) -> None:
         """What a command changed: joined to its turn, or announced now outside one."""
         assert self.before is not None and self.after is not None
         ws = self.session.workspace
@@ -952,6 +955,7 @@ class Step:
                 self.after.tree,
                 call,
                 before_at=self.before.created_at,
+                unconfirmed=unconfirmed,
             )
         else:
             deltas = [

@@ -40,7 +40,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -202,6 +202,11 @@ def _changes(store: Store, session: str, n: int) -> list[tuple[str, Entry | None
     ]
 
 
+def _unconfirmed(store: Store, session: str, turns: list[int]) -> set[str]:
+    """The paths of these turns' change lists that a step whose end was never seen changed."""
+    return {r.path for n in turns for r in store.meta.change_rows(session, n) if r.unconfirmed}
+
+
 def _tree_of(store: Store, snapshot_id: str | None) -> str | None:
     if snapshot_id is None:
         return None
@@ -229,6 +234,7 @@ def _run(
     labels: tuple[str, str] = ("record", "target"),
     dry_run: bool = False,
     plan: str | None = None,
+    unconfirmed: Collection[str] = (),
 ) -> TurnOpResult:
     """Snapshot, check, write through the engine, and record one operation (under the lock).
 
@@ -259,6 +265,8 @@ def _run(
         dry_run: plan only: no snapshot is taken and nothing is written or recorded.
         plan: the token of the plan the caller confirmed: the operation writes only if
             its plan now is that one.
+        unconfirmed: paths a step whose end was never seen changed: conflicts (what
+            they hold may be a person's edit), written over only with ``force``.
 
     Raises:
         StalePlanError: ``plan`` is not the plan now; nothing was written.
@@ -332,6 +340,7 @@ def _run(
             why[p] = f"{why[p]}; {line}" if p in why else line
         moves = merged.moves
         checked = engine.check(store, moves, target_scope=scope)
+    describe = _unconfirmed_first(checked, unconfirmed, describe, force=force)
     why = {p: why.get(p) or describe(p) for p in checked.conflicts}
     if checked.conflicts and not force and not dry_run:
         engine.refuse_conflicts(
@@ -416,6 +425,33 @@ def _run(
         markers={p: rs for p, rs in marked.items() if p in wrote},
         token=token,
     )
+
+
+def _unconfirmed_first(
+    checked: engine.Checked,
+    unconfirmed: Collection[str],
+    describe: Callable[[str], str],
+    *,
+    force: bool,
+) -> Callable[[str], str]:
+    """Make the paths the record cannot vouch for conflicts; return how each is named.
+
+    A step whose end was never seen (a denied or failed command, finished later) took in
+    whatever changed while it was open: the record says the turn left those states, but
+    a person may have. Each is a conflict, named as such, written only with ``force``.
+    """
+    flagged = {m.path for m in checked.todo if m.path in unconfirmed}
+    if flagged:
+        checked.conflicts = sorted(set(checked.conflicts) | flagged)
+        if not force:
+            checked.todo = [m for m in checked.todo if m.path not in flagged]
+
+    def named(p: str) -> str:
+        if p in flagged:
+            return f"{p} changed in a step whose end was never seen (unconfirmed)"
+        return describe(p)
+
+    return named
 
 
 def _before_run(store: Store, previous: dict[str, Any] | None) -> Callable[[str], Entry | None]:
@@ -548,6 +584,7 @@ def undo(
             if not changes:
                 raise UsageError(f"turn {t.n} did not change {file}")
         n = t.n
+        doubted = _unconfirmed(store, session, [n])
 
         def on_done(meta: Meta) -> None:
             if file is None:
@@ -570,6 +607,7 @@ def undo(
             labels=(f"turn {n}", f"before turn {n}"),
             dry_run=dry_run,
             plan=plan,
+            unconfirmed=doubted,
         )
 
 
@@ -773,6 +811,7 @@ def revert(
             prune=True,
             data={"to_turn": to_turn},
             on_done=on_done,
+            unconfirmed=_unconfirmed(store, session, nums),
             created=lambda _p: True,  # nothing there before: the turn's own
             merge=merge,
             labels=(

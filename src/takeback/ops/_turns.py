@@ -228,6 +228,7 @@ def join_command(
     tool_call_id: str | None,
     *,
     before_at: float | None = None,
+    unconfirmed: bool = False,
 ) -> list[tuple[str, Entry | None, Entry | None]]:
     """Add the paths a command changed to the turn, with their state before the command.
 
@@ -241,6 +242,9 @@ def join_command(
     or that an undo, redo or revert wrote while it ran and that still holds what it
     wrote, is left out too: with two conversations in one workspace, the other's write is not this
     command's change, and undo of this turn must not take it back.
+
+    ``unconfirmed``: the command's end was never seen (a denied or failed call, finished
+    later): what changed meanwhile may be anyone's, so its paths are marked so.
 
     Returns:
         (path, before, after) of every path that differs and joined the turn.
@@ -280,7 +284,15 @@ def join_command(
             # A folder is kept as one (its mode), not as its tree: its files are changes
             # of their own.
             o = Entry(DIR, old.mode, "", 0) if old is not None and old.kind == DIR else old
-            store.meta.add_touch(session, turn, path, encode_state(o), tool_call_id, at=before_at)
+            store.meta.add_touch(
+                session,
+                turn,
+                path,
+                encode_state(o),
+                tool_call_id,
+                at=before_at,
+                unconfirmed=unconfirmed,
+            )
     return deltas
 
 
@@ -359,6 +371,7 @@ def _change_rows(store: Store, opts: Options, session: str, turn: int) -> list[C
                 sha256=None if after is None or after.kind == DIR else after.oid,
                 undoable=undoable,
                 approximate=counts.approximate,
+                unconfirmed=kept.unconfirmed,
             )
         )
     return rows
@@ -374,6 +387,7 @@ def _change(r: ChangeRow) -> Change:
         r.undoable,
         change_kind(r.status, r.before, r.after),
         r.approximate,
+        r.unconfirmed,
     )
 
 
@@ -413,8 +427,16 @@ def finish_open_steps(rec: Recording, session: str, turn: int) -> list[int]:
             )
             with store.meta.tx():
                 store.meta.finish_step(session, st.n, after.id, None)
+            # Its end was never seen: what changed since it began may be anyone's.
             join_command(
-                rec, session, turn, before.tree, after.tree, None, before_at=before.created_at
+                rec,
+                session,
+                turn,
+                before.tree,
+                after.tree,
+                None,
+                before_at=before.created_at,
+                unconfirmed=True,
             )
         done.append(st.n)
     return done

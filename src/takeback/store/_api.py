@@ -165,6 +165,7 @@ class Meta(Protocol):
         tool_call_id: str | None,
         *,
         at: float | None = None,
+        unconfirmed: bool = False,
     ) -> bool: ...
     def claimed_by_others(self, session: str, since: float) -> set[str]: ...  # noqa: D102
     def touches(self, session: str, turn: int) -> dict[str, TouchRow]: ...  # noqa: D102

@@ -42,7 +42,7 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "begun_seq",
         "ended_seq",
     ),
-    "touches": ("session", "turn", "path", "state", "tool_call_id", "at"),
+    "touches": ("session", "turn", "path", "state", "tool_call_id", "at", "unconfirmed"),
     "changes": (
         "session",
         "turn",
@@ -55,6 +55,7 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "sha256",
         "undoable",
         "approximate",
+        "unconfirmed",
     ),
     "ops": ("session", "kind", "turns", "pre", "data", "state", "created_at", "seq"),
 }

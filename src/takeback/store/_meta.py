@@ -29,7 +29,8 @@ from ._sqlite import Tx, columns, damaged, db_path, tables
 #: The version of both databases' tables. 1: a store from before it counted columns,
 #: which may lack some of ``_ADDED_COLUMNS`` (and objects' delta columns); 2: has them all
 #: but ``changes.approximate``; 3: has it too; 4: turns and ops have their sequence
-#: numbers (``begun_seq``, ``ended_seq``, ``ops.seq``).
+#: numbers (``begun_seq``, ``ended_seq``, ``ops.seq``), and touches and changes say
+#: whether a step whose end was never seen brought them (``unconfirmed``).
 SCHEMA_VERSION = 4
 
 _SCHEMA = """
@@ -88,6 +89,7 @@ CREATE TABLE IF NOT EXISTS touches(
     state TEXT,
     tool_call_id TEXT,
     at REAL NOT NULL DEFAULT 0,
+    unconfirmed INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY(session, turn, path)
 );
 CREATE TABLE IF NOT EXISTS changes(
@@ -102,6 +104,7 @@ CREATE TABLE IF NOT EXISTS changes(
     sha256 TEXT,
     undoable INTEGER NOT NULL,
     approximate INTEGER NOT NULL DEFAULT 0,
+    unconfirmed INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY(session, turn, path)
 );
 CREATE TABLE IF NOT EXISTS ops(
@@ -142,6 +145,8 @@ _ADDED_COLUMNS = (
     ("turns", "begun_seq", "INTEGER"),
     ("turns", "ended_seq", "INTEGER"),
     ("ops", "seq", "INTEGER"),
+    ("touches", "unconfirmed", "INTEGER NOT NULL DEFAULT 0"),
+    ("changes", "unconfirmed", "INTEGER NOT NULL DEFAULT 0"),
 )
 
 #: The store-wide sequence: the snapshots' own (``sqlite_sequence``), from which turns
@@ -218,10 +223,13 @@ class TouchRow(NamedTuple):
     Attributes:
         state: the path's state before the turn, encoded (None: there was nothing).
         tool_call_id: the one tool call that changed it (None: unknown, or several).
+        unconfirmed: a command step whose end was never seen changed it (a denied or
+            failed call): what it holds may be anyone's.
     """
 
     state: str | None
     tool_call_id: str | None
+    unconfirmed: bool = False
 
 
 class ChangeRow(NamedTuple):
@@ -237,6 +245,7 @@ class ChangeRow(NamedTuple):
         sha256: the content the turn left (None for a deletion or a folder).
         undoable: false when the state before was never kept (over the size limit).
         approximate: the line counts are an upper bound, not git's.
+        unconfirmed: a step whose end was never seen changed it (see ``TouchRow``).
     """
 
     path: str
@@ -248,6 +257,7 @@ class ChangeRow(NamedTuple):
     sha256: str | None
     undoable: bool
     approximate: bool = False
+    unconfirmed: bool = False
 
 
 class OpRow(NamedTuple):
@@ -316,9 +326,11 @@ def change_row(r: Sequence[Any]) -> ChangeRow:
     """Type a ``changes`` row as both stores select it.
 
     Its columns: path, status, added, removed, before, after, sha256, undoable,
-    approximate.
+    approximate, unconfirmed.
     """
-    return ChangeRow(_path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), bool(r[8]))
+    return ChangeRow(
+        _path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), bool(r[8]), bool(r[9])
+    )
 
 
 def changes_of(rows: Iterable[ChangeRow]) -> list[Change]:
@@ -333,6 +345,7 @@ def changes_of(rows: Iterable[ChangeRow]) -> list[Change]:
             undoable=r.undoable,
             kind=change_kind(r.status, r.before, r.after),
             approximate=r.approximate,
+            unconfirmed=r.unconfirmed,
         )
         for r in rows
     ]
@@ -786,23 +799,29 @@ class MetaStore:
         tool_call_id: str | None,
         *,
         at: float | None = None,
+        unconfirmed: bool = False,
     ) -> bool:
         """Keep a file's state before the turn's first write; return False if already kept.
 
         A path already kept keeps its state, unless this one was seen earlier (``at``, by
         default now): the earliest state is the one before the turn. If this touch comes
         from another tool call (or from an unknown one), the change is no longer one
-        call's and its id is dropped.
+        call's and its id is dropped. ``unconfirmed`` (a step whose end was never seen
+        changed the path) stays once said.
         """
         when = time.time() if at is None else at
         key = (session, turn, os.fsencode(path))
         cur = self.conn.execute(
-            "INSERT OR IGNORE INTO touches(session, turn, path, state, tool_call_id, at) "
-            "VALUES (?,?,?,?,?,?)",
-            (*key, state, tool_call_id, when),
+            "INSERT OR IGNORE INTO touches(session, turn, path, state, tool_call_id, at, "
+            "unconfirmed) VALUES (?,?,?,?,?,?,?)",
+            (*key, state, tool_call_id, when, int(unconfirmed)),
         )
         if cur.rowcount > 0:
             return True
+        if unconfirmed:
+            self.conn.execute(
+                "UPDATE touches SET unconfirmed=1 WHERE session=? AND turn=? AND path=?", key
+            )
         self.conn.execute(
             "UPDATE touches SET state=?, at=? WHERE session=? AND turn=? AND path=? AND at>?",
             (state, when, *key, when),
@@ -830,17 +849,17 @@ class MetaStore:
     def touches(self, session: str, turn: int) -> dict[str, TouchRow]:
         """Return what a turn kept of each path it touched, by path."""
         rows = self.conn.execute(
-            "SELECT path, state, tool_call_id FROM touches WHERE session=? AND turn=?",
+            "SELECT path, state, tool_call_id, unconfirmed FROM touches WHERE session=? AND turn=?",
             (session, turn),
         )
-        return {_path(r[0]): TouchRow(r[1], r[2]) for r in rows}
+        return {_path(r[0]): TouchRow(r[1], r[2], bool(r[3])) for r in rows}
 
     def set_changes(self, session: str, turn: int, rows: Iterable[ChangeRow]) -> None:
         """Replace a turn's change list."""
         self.conn.execute("DELETE FROM changes WHERE session=? AND turn=?", (session, turn))
         self.conn.executemany(
             "INSERT INTO changes(session, turn, path, status, added, removed, before, after, "
-            "sha256, undoable, approximate) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "sha256, undoable, approximate, unconfirmed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
                     session,
@@ -854,6 +873,7 @@ class MetaStore:
                     r.sha256,
                     int(r.undoable),
                     int(r.approximate),
+                    int(r.unconfirmed),
                 )
                 for r in rows
             ],
@@ -862,8 +882,8 @@ class MetaStore:
     def change_rows(self, session: str, turn: int) -> list[ChangeRow]:
         """Return a turn's change list as stored (states encoded), in path order."""
         rows = self.conn.execute(
-            "SELECT path, status, added, removed, before, after, sha256, undoable, approximate "
-            "FROM changes "
+            "SELECT path, status, added, removed, before, after, sha256, undoable, approximate, "
+            "unconfirmed FROM changes "
             "WHERE session=? AND turn=? ORDER BY path",
             (session, turn),
         )

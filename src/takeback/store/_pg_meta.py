@@ -631,6 +631,7 @@ class PgMeta:
         tool_call_id: str | None,
         *,
         at: float | None = None,
+        unconfirmed: bool = False,
     ) -> bool:
         """Keep a file's state before the turn's first write; return False if already kept.
 
@@ -639,12 +640,18 @@ class PgMeta:
         when = time.time() if at is None else at
         key = (self.pg.ws, session, turn, os.fsencode(path))
         cur = self.pg.run(
-            "INSERT INTO takeback.touches(ws, session, turn, path, state, tool_call_id, at) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
-            (*key, state, tool_call_id, when),
+            "INSERT INTO takeback.touches(ws, session, turn, path, state, tool_call_id, at, "
+            "unconfirmed) VALUES (%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
+            (*key, state, tool_call_id, when, int(unconfirmed)),
         )
         if cur.rowcount > 0:
             return True
+        if unconfirmed:
+            self.pg.run(
+                "UPDATE takeback.touches SET unconfirmed=1 "
+                "WHERE ws=%s AND session=%s AND turn=%s AND path=%s",
+                key,
+            )
         self.pg.run(
             "UPDATE takeback.touches SET state=%s, at=%s "
             "WHERE ws=%s AND session=%s AND turn=%s AND path=%s AND at>%s",
@@ -671,11 +678,11 @@ class PgMeta:
     def touches(self, session: str, turn: int) -> dict[str, TouchRow]:
         """Return what a turn kept of each path it touched, by path."""
         rows = self.pg.run(
-            "SELECT path, state, tool_call_id FROM takeback.touches "
+            "SELECT path, state, tool_call_id, unconfirmed FROM takeback.touches "
             "WHERE ws=%s AND session=%s AND turn=%s",
             (self.pg.ws, session, turn),
         )
-        return {_path(r[0]): TouchRow(r[1], r[2]) for r in rows}
+        return {_path(r[0]): TouchRow(r[1], r[2], bool(r[3])) for r in rows}
 
     def set_changes(self, session: str, turn: int, rows: Iterable[ChangeRow]) -> None:
         """Replace a turn's change list."""
@@ -685,8 +692,8 @@ class PgMeta:
         )
         self.pg.many(
             "INSERT INTO takeback.changes(ws, session, turn, path, status, added, removed, "
-            "before, after, sha256, undoable, approximate) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+            "before, after, sha256, undoable, approximate, unconfirmed) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
             [
                 (
                     self.pg.ws,
@@ -701,6 +708,7 @@ class PgMeta:
                     r.sha256,
                     int(r.undoable),
                     int(r.approximate),
+                    int(r.unconfirmed),
                 )
                 for r in rows
             ],
@@ -709,8 +717,9 @@ class PgMeta:
     def change_rows(self, session: str, turn: int) -> list[ChangeRow]:
         """Return a turn's change list as stored (states encoded), in path order."""
         rows = self.pg.run(
-            "SELECT path, status, added, removed, before, after, sha256, undoable, approximate "
-            "FROM takeback.changes WHERE ws=%s AND session=%s AND turn=%s ORDER BY path",
+            "SELECT path, status, added, removed, before, after, sha256, undoable, approximate, "
+            "unconfirmed FROM takeback.changes WHERE ws=%s AND session=%s AND turn=%s "
+            "ORDER BY path",
             (self.pg.ws, session, turn),
         )
         return [change_row(r) for r in rows]

@@ -179,12 +179,15 @@ CREATE INDEX sessions_baseline ON takeback.sessions(ws, baseline);
 
 # Version 3: turns and ops take numbers from the snapshots' sequence, so that snapshots,
 # turns and ops have one order whatever the clock says ("newest", "ended last", gc's
-# newest turns). Rows from before are given the number of the snapshot taken just before
-# them (their own, or the newest by time), the best order known of them.
+# newest turns); touches and changes say whether a step whose end was never seen
+# brought them (``unconfirmed``). Rows from before are given the number of the snapshot
+# taken just before them (their own, or the newest by time), the best order known.
 _V3 = """
 ALTER TABLE takeback.turns ADD COLUMN begun_seq BIGINT;
 ALTER TABLE takeback.turns ADD COLUMN ended_seq BIGINT;
 ALTER TABLE takeback.ops ADD COLUMN seq BIGINT;
+ALTER TABLE takeback.touches ADD COLUMN unconfirmed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE takeback.changes ADD COLUMN unconfirmed INTEGER NOT NULL DEFAULT 0;
 UPDATE takeback.turns t SET begun_seq = COALESCE(
     (SELECT s.seq FROM takeback.snapshots s WHERE s.ws = t.ws AND s.id = t.before),
     (SELECT MAX(s.seq) FROM takeback.snapshots s
