@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 from . import ops
 from ._fs import to_rel
 from ._session import Session, Step, Turn
-from .errors import PathError, ScanError, StoreMissingError, TakebackError, UsageError
+from .errors import (
+    PathError,
+    ScanError,
+    StoreCorruptError,
+    StoreMissingError,
+    TakebackError,
+    UsageError,
+)
 from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import Options
 from .store import (
@@ -169,6 +176,17 @@ def copy_history(
         fresh = open_store(dst_spec, real, local=local, create=False)
         try:
             result.verified = ops.verify_objects(fresh, oids)
+            # Every row's objects, not only those listed: a row naming one not copied
+            # is a copy that would fail later.
+            missing = [
+                p for p in ops.fsck(fresh).problems if not p.startswith("journal left behind")
+            ]
+            if missing:
+                raise StoreCorruptError(
+                    f"the copy in {dst_spec} is incomplete: {missing[0]}"
+                    + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
+                    path=dst_spec,
+                )
         finally:
             fresh.close()
     finally:
