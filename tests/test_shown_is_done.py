@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from takeback import Workspace
+from takeback.ops._engine import HOLDS_OUT_OF_SCOPE as HOLDS
 
 from .conftest import CLI, files_state, write
 
@@ -178,3 +179,45 @@ def test_a_persons_edit_while_a_denied_command_stayed_open_is_a_conflict(
     assert files_state(ws_dir) == before  # nothing written
     done = doc(tb("undo", "--force", "--json").stdout)
     assert done["conflicts"] == ["notes.md"] and (ws_dir / "app.py").read_text() == "v0\n"
+
+
+def test_a_plan_names_a_path_whose_kind_changes_as_the_operation_does(
+    ws_dir: Path, store_dir: Path
+) -> None:
+    """A folder that becomes a file again is named as the file (found by the model test)."""
+    write(ws_dir, "a.txt", "a\n")
+    with Workspace(ws_dir, store=store_dir) as ws:
+        s = ws.session("agent")
+        s.start()
+        with s.turn("a.txt becomes a folder") as t, t.command("edit"):
+            (ws_dir / "a.txt").unlink()
+            write(ws_dir, "a.txt/inner.txt", "i\n")
+        plan = s.undo(dry_run=True)
+        done = s.undo(plan=plan)
+        assert plan.restored == done.restored and "a.txt" in done.restored
+        assert (ws_dir / "a.txt").read_text() == "a\n"
+
+
+def test_a_rewind_dry_run_says_what_it_leaves_as_the_rewind_does(
+    ws_dir: Path, store_dir: Path
+) -> None:
+    write(ws_dir, "a.txt", "a\n")
+    with Workspace(ws_dir, store=store_dir) as ws:
+        start = ws.snapshot(session="agent")
+        write(ws_dir, "tool/.gitignore", "*\n")
+        write(ws_dir, "tool/v/data", "cached\n")
+        ws.snapshot(session="agent")
+        plan = ws.rewind(start.id, session="agent", dry_run=True)
+        done = ws.rewind(start.id, session="agent", plan=plan)
+        assert plan.left == done.left == {"tool": HOLDS} and plan.to_json()["left"] == plan.left
+        assert (ws_dir / "tool/v/data").exists()
+
+
+def test_a_plan_that_showed_nothing_to_do_is_confirmed_as_nothing(
+    ws_dir: Path, store_dir: Path
+) -> None:
+    with Workspace(ws_dir, store=store_dir) as ws:
+        s = ws.session("agent")
+        s.start()
+        plan = s.redo(dry_run=True)
+        assert plan.nothing and s.redo(plan=plan).nothing

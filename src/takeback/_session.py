@@ -625,7 +625,8 @@ class Session:
         elif (not end_open if join is None else join) and current is not None:
             rec = dataclasses.replace(rec, join=(self.name, current.n))
         result = op(rec)
-        if result.nothing and plan is not None:
+        shown_nothing = isinstance(plan, ops.TurnOpResult) and plan.nothing
+        if result.nothing and plan is not None and not shown_nothing:
             # The plan confirmed did something; now there is nothing to do: not that plan.
             raise StalePlanError(
                 f"the {result.kind} planned is out of date: there is nothing to "

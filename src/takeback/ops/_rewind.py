@@ -127,7 +127,13 @@ def rewind(
         with store.lock(exclusive=False):
             now = scan(store, opts).tree
             the_plan, checked = plan(store, opts, now, target, paths)
-        return RewindOutcome(the_plan, token=_token(session, target, paths, checked))
+        # What the rewind would leave, and not restore, as the rewind itself says it.
+        return RewindOutcome(
+            the_plan,
+            not_restored=list(the_plan.not_restorable),
+            left=dict(the_plan.left),
+            token=_token(session, target, paths, checked),
+        )
     with store.lock(exclusive=True):
         pre = record(
             rec,

@@ -484,7 +484,9 @@ def _planned(
     actions: dict[str, PlanAction] = {}
     restored = []
     for m in checked.todo:
-        folder = any(e is not None and e.kind == DIR for e in (m.now, m.write))
+        # Named as the operation names it: a folder where one is made (or removed).
+        made = m.write if m.write is not None else m.now
+        folder = made is not None and made.kind == DIR
         restored.append(m.path + "/" if folder else m.path)
         actions[m.path] = "A" if m.write is None else "D" if m.now is None else "M"
     preview: list[bytes] = []
