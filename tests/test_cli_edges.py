@@ -121,7 +121,8 @@ def test_odd_names_are_quoted_as_git_quotes_them(tb: CLI, ws_dir: Path) -> None:
     lines = tb("diff", "--name-status").stdout.splitlines()
     assert len(lines) == len(ODD) and _paths(lines, "A\t") == want
     lines = tb("rewind", "--to", first, "--dry-run").stdout.splitlines()
-    assert _paths(lines, "A ") == want and len(lines) == len(ODD) + 2
+    # a line per path, the count, "dry run: ...", and the plan's token for --plan
+    assert _paths(lines, "A ") == want and len(lines) == len(ODD) + 3
 
     # --json keeps names as they are
     doc = json.loads(tb("status", "--json").stdout)

@@ -231,7 +231,11 @@ def test_bash_steps_end_at_stop_or_post_tool_use_failure(
         ("a.txt", "modified"),
         ("b.txt", "created"),
     ]
-    tb("undo", "--session", "s")
+    # t1's end was never seen (t2's was: PostToolUseFailure): a.txt is unconfirmed, a
+    # conflict unless --force (SPEC, "Take-backs do what they showed").
+    assert [c["unconfirmed"] for c in changes] == [True, False]
+    tb("undo", "--session", "s", check=3)
+    tb("undo", "--session", "s", "--force")
     assert (ws_dir / "a.txt").read_text() == "a\n" and not (ws_dir / "b.txt").exists()
     steps = [
         s
@@ -661,7 +665,12 @@ def test_a_failed_bash_step_closes_at_the_next_hook_call_not_at_stop(
     assert not (store_dir / "hook.log").exists()
     changes = json.loads(tb("changes", "--session", "s", "--json").stdout)["changes"]
     assert [(c["path"], c["status"]) for c in changes] == [("a.txt", "modified")]
-    tb("undo", "--session", "s")
+    # The failed call's end was never seen: a.txt is unconfirmed (SPEC, "Take-backs do
+    # what they showed"), a conflict that --force writes over.
+    assert changes[0]["unconfirmed"]
+    tb("undo", "--session", "s", check=3)
+    assert (ws_dir / "a.txt").read_text() == "c\n"
+    tb("undo", "--session", "s", "--force")
     assert (ws_dir / "a.txt").read_text() == "a\n"
     assert (ws_dir / "mine.txt").read_text() == "a person's edit\n"
 

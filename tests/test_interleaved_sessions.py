@@ -24,7 +24,8 @@ hooks"), not from the code:
 - every hook call of a session first finishes that session's command steps still open
   (a failed call that got no ``PostToolUse``, the first of two parallel calls);
 - undo takes back the session's last reply that changed something, and refuses with
-  exit 3, naming the files and writing nothing, when one of them changed since.
+  exit 3, naming the files and writing nothing, when one of them changed since, or
+  was brought in by a command step whose end was never seen (unconfirmed).
 
 The conversations mostly touch their own files, and sometimes a shared one (then the
 undo of the earlier reply must refuse). A person's edit while a command runs would be
@@ -131,6 +132,8 @@ class Reply:
     after: dict[str, Content] = field(default_factory=dict)
     ended: bool = False
     undone: bool = False
+    #: paths a command step whose end was never seen brought in (a take-back's conflicts)
+    unconfirmed: set[str] = field(default_factory=set)
 
     def changes(self) -> dict[str, tuple[Content, Content]]:
         """The change list: paths that came back to where they began are dropped."""
@@ -218,7 +221,8 @@ class Interleaved(RuleBasedStateMachine):
         """Send one hook call; the session's open command steps end first (README)."""
         for step in convo.open_steps():
             if step.tid != but:
-                self.finish(convo, step)
+                # Its end was never seen (no PostToolUse): what it changed is unconfirmed.
+                self.finish(convo, step, unconfirmed=True)
         payload = {
             "session_id": convo.name,
             "transcript_path": f"/home/u/.claude/projects/ws/{convo.name}.jsonl",
@@ -250,8 +254,11 @@ class Interleaved(RuleBasedStateMachine):
         mine = next(c for c in self.convos.values() if reply in c.replies)
         return self.other(mine).open_steps()
 
-    def finish(self, convo: Convo, step: Step) -> None:
-        """A command step ends: what it changed joins the reply, but what others claimed."""
+    def finish(self, convo: Convo, step: Step, *, unconfirmed: bool = False) -> None:
+        """A command step ends: what it changed joins the reply, but what others claimed.
+
+        ``unconfirmed``: its end was never seen; each path it brings in is unconfirmed.
+        """
         reply = convo.open
         assert reply is not None and not step.done
         step.done = True
@@ -267,6 +274,8 @@ class Interleaved(RuleBasedStateMachine):
                 self.claim(reply, rel, step.at, step.taken_back[rel])
             else:
                 self.claim(reply, rel, step.at, step.before[rel])
+            if unconfirmed:
+                reply.unconfirmed.add(rel)
 
     def quiet(self) -> bool:
         """No command runs (a person's edit now would be the command's, the README says)."""
@@ -486,12 +495,16 @@ class Interleaved(RuleBasedStateMachine):
             self.check_disk()
             return
         changes = target.changes()
-        conflicts = sorted(p for p, (_b, a) in changes.items() if self.disk[p] != a)
+        changed = sorted(p for p, (_b, a) in changes.items() if self.disk[p] != a)
+        # A path a step whose end was never seen brought in is a conflict too (README).
+        doubted = sorted(p for p in changes if p in target.unconfirmed and p not in changed)
+        conflicts = sorted(changed + doubted)
         doc = json.loads(proc.stdout)
         if conflicts:
             assert proc.returncode == 3, (proc.stdout, proc.stderr)
             assert sorted(doc["conflicts"]) == conflicts, doc
-            assert all(f"{p} changed after turn {target.n}" in proc.stderr for p in conflicts)
+            assert all(f"{p} changed after turn {target.n}" in proc.stderr for p in changed)
+            assert all(f"{p} changed in a step whose end" in proc.stderr for p in doubted)
         else:
             assert proc.returncode == 0, (proc.stdout, proc.stderr)
             assert doc["session"] == s and doc["turns"] == [target.n], doc

@@ -73,8 +73,10 @@ def test_listeners_hear_every_snapshot_and_every_take_back(tmp_path: Path) -> No
         events: list[dict[str, Any]] = []
         ws.on_event(events.append)
         result = ws.rewind(first)
+        after = ws.log(limit=1)[0]
     taken = [e["id"] for e in events if e["event"] == "snapshot.taken"]
-    assert taken == [result.pre]  # the pre-rewind snapshot
+    # the pre-rewind snapshot, and the one of what it wrote (status is clean after it)
+    assert taken == [result.pre, after.id] and after.kind == "after-rewind"
     assert sorted(
         (e["path"], e["change"], e["op"]) for e in events if e["event"] == "file.changed"
     ) == [

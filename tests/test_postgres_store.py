@@ -76,6 +76,12 @@ def test_a_database_of_the_first_schema_is_migrated_and_keeps_its_history(
             conn.execute(f"DROP INDEX takeback.{name}".encode())
         conn.execute(b"DROP INDEX takeback.ops_pre")
         conn.execute(b"DROP INDEX takeback.sessions_baseline")
+        # and what version 3 adds: the sequence numbers of turns and ops
+        conn.execute(b"ALTER TABLE takeback.turns DROP COLUMN begun_seq")
+        conn.execute(b"ALTER TABLE takeback.turns DROP COLUMN ended_seq")
+        conn.execute(b"ALTER TABLE takeback.ops DROP COLUMN seq")
+        conn.execute(b"ALTER TABLE takeback.touches DROP COLUMN unconfirmed")
+        conn.execute(b"ALTER TABLE takeback.changes DROP COLUMN unconfirmed")
         conn.execute(b"UPDATE takeback.version SET version = 1")
     with takeback.Workspace(ws_dir, store=pg_url, data_dir=data) as ws:
         assert [s.id for s in ws.log()] == [first.id]

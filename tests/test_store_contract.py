@@ -213,17 +213,22 @@ def test_turns_touches_and_change_lists(opener: Opener) -> None:
         assert not s.meta.add_touch("s", 1, "a.txt", "earlier", "call-1", at=15.0)
         assert s.meta.add_touch("s", 1, "b.txt", None, "call-2", at=20.0)
         assert not s.meta.add_touch("s", 1, "b.txt", None, "call-3", at=21.0)
+        # A step whose end was never seen changed b.txt too: unconfirmed, once said.
+        assert not s.meta.add_touch("s", 1, "b.txt", None, None, at=22.0, unconfirmed=True)
+        assert not s.meta.add_touch("s", 1, "b.txt", None, None, at=23.0)
         name = os.fsdecode(b"caf\xe9.txt")  # not UTF-8: kept as its bytes
         assert s.meta.add_touch("t", 1, name, "x", None, at=40.0)
     r = opener()
     touches = r.meta.touches("s", 1)
-    assert touches["a.txt"] == ("earlier", "call-1")  # the earliest state, one call
-    assert touches["b.txt"] == (None, None)  # two calls: no one call's change
+    assert touches["a.txt"] == ("earlier", "call-1", False)  # the earliest state, one call
+    assert touches["b.txt"] == (None, None, True)  # two calls: no one call's change
     assert r.meta.claimed_by_others("s", 100.0) == {name}  # t's turn is open
     assert r.meta.claimed_by_others("t", 100.0) == {"a.txt", "b.txt"}
     rows = [
         ChangeRow("z.txt", "created", 1, 0, None, "s1", "ab" * 32, True),
-        ChangeRow(name, "modified", 2, 3, "s0", "s1", "cd" * 32, True, approximate=True),
+        ChangeRow(
+            name, "modified", 2, 3, "s0", "s1", "cd" * 32, True, approximate=True, unconfirmed=True
+        ),
         ChangeRow("a.txt", "deleted", 0, 4, "s0", None, None, False),
     ]
     with s.meta.tx():
@@ -235,7 +240,8 @@ def test_turns_touches_and_change_lists(opener: Opener) -> None:
     r = opener()
     assert r.meta.change_rows("s", 1) == sorted(rows, key=lambda c: os.fsencode(c.path))
     assert [c.path for c in r.meta.changes("s", 1)] == ["a.txt", name, "z.txt"]
-    assert r.meta.changes("s", 1)[1].approximate
+    assert r.meta.changes("s", 1)[1].approximate and r.meta.changes("s", 1)[1].unconfirmed
+    assert not r.meta.changes("s", 1)[0].unconfirmed
     assert r.meta.turn_rows("s") == [(1, "fix it", base, None, "undone")]
     assert r.meta.turn_end_times("s") == {1: 50.0}
     assert r.meta.last_ended_turn_session() == "t"
@@ -406,3 +412,32 @@ def test_a_setting_is_swapped_by_one_writer(opener: Opener) -> None:
     assert b.meta.swap_meta("gc.last", "1.0", "3.0")
     assert not a.meta.swap_meta("gc.last", "1.0", "4.0")  # the other won
     assert opener().meta.get_meta("gc.last") == "3.0"
+
+
+def test_one_sequence_orders_snapshots_turns_and_ops_whatever_the_clock(opener: Opener) -> None:
+    s = opener()
+    base = _with_session(s)
+    before = s.meta.history_seq()
+    # The clock goes back between each row: the order is the store's, not the clock's.
+    with s.meta.tx():
+        s.meta.add_turn("s", 1, "one", base, 900.0)
+        s.meta.set_turn_state("s", 1, "done", ended=910.0)
+        s.meta.add_session(SessionInfo("t", base, 100.0))
+        s.meta.add_turn("t", 1, "two", base, 100.0)
+        s.meta.set_turn_state("t", 1, "done", ended=110.0)
+    with s.meta.tx():
+        s.meta.add_snapshot(snap("c" * 64, "", "s", "later"))
+        op = s.meta.add_op("s", "undo", [1], base, {}, 50.0)
+    r = opener()
+    seqs = r.meta.seqs()
+    one, two = seqs.turns[("s", 1)], seqs.turns[("t", 1)]
+    assert one[1] is not None and two[1] is not None
+    assert before < one[0] < one[1] < two[0] < two[1] < seqs.snapshots["c" * 64] < seqs.ops[op]
+    assert seqs.snapshots[base] < one[0]
+    assert r.meta.last_ended_turn_session() == "t"  # ended last, though "earlier"
+    assert r.meta.turn_end_seqs("t") == {1: two[1]}
+    assert r.meta.op_seqs("s") == {op: seqs.ops[op]}
+    assert r.meta.history_seq() == seqs.ops[op]
+    with s.meta.tx():
+        assert s.meta.next_seq() > seqs.ops[op]
+    assert r.meta.history_seq() == seqs.ops[op]  # a number handed out is not a change

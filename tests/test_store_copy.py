@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+from takeback import Workspace, copy_history
+from takeback._fs import SafeRoot
+
 from ._postgres import PgServer, pg_server
 from .conftest import CLI, state, write
 
@@ -92,3 +95,64 @@ def test_a_damaged_object_stops_the_copy_before_any_row(
     assert "fails its hash check" in err or "damaged" in err
     # The target has the objects that were whole, and no row: no history at all.
     assert json.loads(tb("log", "--json", env={"TAKEBACK_STORE": str(target)}).stdout) == []
+
+
+def test_a_snapshot_taken_during_the_copy_never_arrives_without_its_objects(
+    ws_dir: Path, tmp_path: Path
+) -> None:
+    """The copy reads its source at one moment: rows, then the objects they name."""
+    write(ws_dir, "a.txt", "one\n")
+    source, target = tmp_path / "source", tmp_path / "target"
+    with Workspace(ws_dir, store=source) as ws:
+        ws.snapshot("first")
+    taken: list[str] = []
+
+    def meanwhile(done: int, _total: int) -> None:
+        if done == 1 and not taken:
+            # Another process records while the objects are being copied.
+            write(ws_dir, "b.txt", "made during the copy\n")
+            with Workspace(ws_dir, store=source) as other:
+                taken.append(other.snapshot("during").id)
+
+    result = copy_history(ws_dir, source, target, on_progress=meanwhile)
+    assert taken and result.verified == result.objects
+    with Workspace(ws_dir, store=target) as ws:
+        assert ws.fsck().clean, ws.fsck().problems
+        for info in ws.log():
+            ws.show(info.id, "a.txt")  # every snapshot copied reads back
+
+
+def test_a_copy_of_a_store_with_an_interrupted_rewind_says_so_and_keeps_its_journal(
+    tb: CLI, ws_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in "abc":
+        write(ws_dir, f"{name}.txt", f"{name} v1\n")
+    source, target = tmp_path / "source", tmp_path / "target"
+    with Workspace(ws_dir, store=source) as ws:
+        first = ws.snapshot().id
+    for name in "abc":
+        write(ws_dir, f"{name}.txt", f"{name} v2\n")
+    # The process dies after its first write (a kill cannot be timed from here): the
+    # journal stays in the store, as a real kill leaves it.
+    real_write = SafeRoot.write_file
+    calls = {"n": 0}
+
+    def dies_after_one(self: SafeRoot, rel: str, data: bytes, mode: int) -> None:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise KeyboardInterrupt
+        real_write(self, rel, data, mode)
+
+    monkeypatch.setattr(SafeRoot, "write_file", dies_after_one)
+    with Workspace(ws_dir, store=source) as ws, pytest.raises(KeyboardInterrupt):
+        ws.rewind(first)
+    monkeypatch.undo()
+    env_src, env_dst = {"TAKEBACK_STORE": str(source)}, {"TAKEBACK_STORE": str(target)}
+    warned = tb("status", env=env_src).stderr
+    assert "rewind was interrupted" in warned
+    copied = tb("store", "copy", str(source), str(target), "--root", str(ws_dir))
+    assert "rewind that was interrupted" in copied.stderr
+    assert tb("status", env=env_dst).stderr == warned
+    assert tb("fsck", env=env_dst, check=2).stdout == tb("fsck", env=env_src, check=2).stdout
+    doc = json.loads(tb("store", "copy", str(source), str(tmp_path / "again"), "--json").stdout)
+    assert doc["interrupted"] == "rewind"

@@ -116,6 +116,11 @@ def _make_old(store_dir: Path) -> None:
     conn.execute("ALTER TABLE snapshots DROP COLUMN unreadable_count")
     conn.execute("ALTER TABLE touches DROP COLUMN at")
     conn.execute("ALTER TABLE changes DROP COLUMN approximate")
+    conn.execute("ALTER TABLE turns DROP COLUMN begun_seq")
+    conn.execute("ALTER TABLE turns DROP COLUMN ended_seq")
+    conn.execute("ALTER TABLE ops DROP COLUMN seq")
+    conn.execute("ALTER TABLE touches DROP COLUMN unconfirmed")
+    conn.execute("ALTER TABLE changes DROP COLUMN unconfirmed")
     conn.commit()
     conn.close()
     conn = sqlite3.connect(store_dir / "objects.db")
@@ -145,8 +150,18 @@ def test_an_older_store_is_upgraded_once_then_opens_in_one_query(
     upgrade = _by_file(trace)
     assert any("ALTER TABLE snapshots ADD COLUMN unreadable_count" in s for s in upgrade["meta.db"])
     assert any("ALTER TABLE objects ADD COLUMN base" in s for s in upgrade["objects.db"])
-    assert _version(store_dir) == str(SCHEMA_VERSION) == "3"
+    assert _version(store_dir) == str(SCHEMA_VERSION) == "4"
     assert "unreadable_count" in _columns(store_dir / "meta.db", "snapshots")
+    # Turns get the sequence numbers of the snapshots around them (version 4).
+    conn = sqlite3.connect(store_dir / "meta.db")
+    try:
+        (begun, ended, before_seq), *_ = conn.execute(
+            "SELECT t.begun_seq, t.ended_seq, s.seq FROM turns t "
+            "JOIN snapshots s ON s.id = t.before"
+        )
+    finally:
+        conn.close()
+    assert begun == before_seq and ended is not None and ended >= begun
     assert "approximate" in _columns(store_dir / "meta.db", "changes")
     assert "at" in _columns(store_dir / "meta.db", "touches")
     assert {"base", "depth"} <= _columns(store_dir / "objects.db", "objects")
@@ -178,4 +193,4 @@ def test_an_older_store_that_lacks_nothing_is_only_marked(
     trace.clear()
     FolderStore.open(str(store_dir), root, create=False).close()
     assert not any("ALTER" in sql for _name, sql in trace)
-    assert _version(store_dir) == "3"
+    assert _version(store_dir) == "4"

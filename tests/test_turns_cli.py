@@ -269,7 +269,9 @@ def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path
         "markers": {},
         "preview": "",
         "regions": {},
+        "token": doc["token"],  # the plan it did (what --plan would have named)
     }
+    assert doc["token"].startswith("p1.")
     doc = as_json(tb("redo", "--json"))
     assert doc["op"] == "redo" and doc["restored"] == ["a.txt", "b.txt"]
     assert as_json(tb("redo", "--json"))["nothing"] is True

@@ -45,7 +45,13 @@ def test_undo_of_a_turn_with_an_interrupted_command_takes_it_back_too(tmp_path: 
         turn.command("long command").begin()  # the person presses Esc: no after, no end
         (root / "a").write_text("a1\n")
     with takeback.Workspace(root, store=tmp_path / "s") as ws:  # a person, later
-        result = ws.session("s").undo()
+        # The command's end was never seen: a is unconfirmed (anyone may have written
+        # it while the step was open), a conflict unless forced (SPEC, "Take-backs do
+        # what they showed"); forced, the undo takes the command's change back too.
+        with pytest.raises(takeback.ConflictError) as refused:
+            ws.session("s").undo()
+        assert refused.value.conflicts == ["a"]
+        result = ws.session("s").undo(force=True)
     assert sorted(result.restored) == ["a", "b"]
     assert (root / "a").read_text() == "a0\n" and (root / "b").read_text() == "b0\n"
 

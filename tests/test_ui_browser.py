@@ -148,7 +148,9 @@ def test_timeline_diff_undo_conflict_and_live_update(
         expect(page.locator("#plan-confirm")).to_be_disabled()
         shot(page, "05-conflict-planned")
         page.locator("#plan-cancel").click()
-        # An edit that lands between the plan and the click: the library refuses then.
+        # An edit that lands between the plan and the click: the plan confirmed is out of
+        # date, so the library refuses it (nothing written) and the page shows the plan
+        # as it is now, with the conflict (SPEC, "Take-backs do what they showed").
         write(ws_dir, "tests/test_app.py", TEST_1)
         page.locator('[data-action="undo-turn"]').click()
         expect(page.locator("#plan-conflicts")).to_have_count(0)
@@ -156,8 +158,10 @@ def test_timeline_diff_undo_conflict_and_live_update(
         write(ws_dir, "src/app.py", "# a person's rewrite\n")
         before = files_state(ws_dir)
         page.locator("#plan-confirm").click()
-        expect(page.locator("#apply-error")).to_contain_text("src/app.py changed after turn 2")
-        expect(page.locator("#apply-error")).to_contain_text("nothing was written")
+        expect(page.locator("#plan-stale")).to_contain_text("out of date")
+        expect(page.locator("#plan-stale")).to_contain_text("nothing was written")
+        expect(page.locator("#plan-conflicts")).to_contain_text("src/app.py changed after turn 2")
+        expect(page.locator("#plan-confirm")).to_be_disabled()
         shot(page, "06-conflict-refused")
         page.locator("#plan-cancel").click()
         assert files_state(ws_dir) == before

@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import ops
-from .errors import TakebackError, UsageError
+from .errors import StalePlanError, TakebackError, UsageError
 from .model import DIR, Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
 from .scan import in_scope
 
@@ -391,6 +391,7 @@ class Session:
         merge: ops.MergeOption = False,
         dry_run: bool = False,
         hunks: Sequence[str] = (),
+        plan: str | ops.TurnOpResult | None = None,
     ) -> ops.TurnOpResult:
         """Take back the last turn (or ``turn``, or one ``file`` of it, or some ``hunks``).
 
@@ -419,12 +420,17 @@ class Session:
                 ``turn`` (default: the last turn ended), by three-way merge: every
                 other line stays as it is now; a hunk whose lines changed since is a
                 conflict (``merge="markers"`` writes markers instead).
+            plan: a dry run's result (or its ``token``) that a person confirmed: the
+                undo does exactly that plan, or refuses with ``StalePlanError`` (exit 3,
+                nothing written) when the history or a path it names changed since.
+                The same holds for every take-back below.
 
         Returns:
             What was restored, and the snapshot taken before (``pre``); ``nothing`` when
             there was nothing to undo.
 
         Raises:
+            StalePlanError: ``plan`` is out of date; nothing was written.
             ConflictError: a file changed after the turn; nothing was written.
             UsageError: no such turn, or it did not change ``file``.
             PathError: ``file`` is outside the root.
@@ -444,16 +450,26 @@ class Session:
                     list(hunks),
                     merge="markers" if merge == "markers" else True,
                     dry_run=dry_run,
+                    plan=_token(plan, dry_run),
                 ),
                 end_open=end_open,
                 dry_run=dry_run,
+                plan=plan,
             )
         return self._take_back(
             lambda rec: ops.undo(
-                rec, self.name, turn=turn, file=rel, force=force, merge=merge, dry_run=dry_run
+                rec,
+                self.name,
+                turn=turn,
+                file=rel,
+                force=force,
+                merge=merge,
+                dry_run=dry_run,
+                plan=_token(plan, dry_run),
             ),
             end_open=end_open,
             dry_run=dry_run,
+            plan=plan,
         )
 
     def undo_file(
@@ -464,6 +480,7 @@ class Session:
         end_open: bool = True,
         merge: ops.MergeOption = False,
         dry_run: bool = False,
+        plan: str | ops.TurnOpResult | None = None,
     ) -> ops.TurnOpResult:
         """Put one file back as it was before the session first changed it.
 
@@ -481,6 +498,7 @@ class Session:
                 open turn stays open, and what the undo writes joins it.
             merge: merge the file when it changed since (as :meth:`undo`).
             dry_run: plan only (as :meth:`undo`).
+            plan: a plan confirmed (as :meth:`undo`).
 
         Returns:
             What was restored (``kind`` is ``undo-file``), and the snapshot taken before.
@@ -503,9 +521,11 @@ class Session:
                 open_turn=rec.join[1] if rec.join else None,
                 merge=merge,
                 dry_run=dry_run,
+                plan=_token(plan, dry_run),
             ),
             end_open=end_open,
             dry_run=dry_run,
+            plan=plan,
         )
 
     def redo(
@@ -515,6 +535,7 @@ class Session:
         join_open: bool = False,
         merge: ops.MergeOption = False,
         dry_run: bool = False,
+        plan: str | ops.TurnOpResult | None = None,
     ) -> ops.TurnOpResult:
         """Bring back what the last undo took back (undo after undo, redo walks forward).
 
@@ -525,6 +546,7 @@ class Session:
             force: overwrite files changed since the undo.
             merge: merge files changed since the undo (as :meth:`undo`).
             dry_run: plan only (as :meth:`undo`).
+            plan: a plan confirmed (as :meth:`undo`).
             join_open: the agent itself asks (over MCP), inside its reply: what the redo
                 writes joins the session's open turn.
 
@@ -532,10 +554,18 @@ class Session:
             ConflictError: a file changed since the undo; nothing was written.
         """
         return self._take_back(
-            lambda rec: ops.redo(rec, self.name, force=force, merge=merge, dry_run=dry_run),
+            lambda rec: ops.redo(
+                rec,
+                self.name,
+                force=force,
+                merge=merge,
+                dry_run=dry_run,
+                plan=_token(plan, dry_run),
+            ),
             end_open=False,
             join=join_open,
             dry_run=dry_run,
+            plan=plan,
         )
 
     def revert(
@@ -545,10 +575,11 @@ class Session:
         force: bool = False,
         merge: ops.MergeOption = False,
         dry_run: bool = False,
+        plan: str | ops.TurnOpResult | None = None,
     ) -> ops.TurnOpResult:
         """Take back every turn after ``to_turn`` at once (0: every turn).
 
-        ``merge`` and ``dry_run`` as for :meth:`undo`.
+        ``merge``, ``dry_run`` and ``plan`` as for :meth:`undo`.
 
         Raises:
             ConflictError: a file changed after the turn that last changed it.
@@ -556,26 +587,46 @@ class Session:
         """
         return self._take_back(
             lambda rec: ops.revert(
-                rec, self.name, to_turn=to_turn, force=force, merge=merge, dry_run=dry_run
+                rec,
+                self.name,
+                to_turn=to_turn,
+                force=force,
+                merge=merge,
+                dry_run=dry_run,
+                plan=_token(plan, dry_run),
             ),
             end_open=True,
             dry_run=dry_run,
+            plan=plan,
         )
 
     def unrevert(
-        self, *, force: bool = False, merge: ops.MergeOption = False, dry_run: bool = False
+        self,
+        *,
+        force: bool = False,
+        merge: ops.MergeOption = False,
+        dry_run: bool = False,
+        plan: str | ops.TurnOpResult | None = None,
     ) -> ops.TurnOpResult:
         """Put back what the last revert took back, as it was when the revert began.
 
-        ``merge`` and ``dry_run`` as for :meth:`undo`.
+        ``merge``, ``dry_run`` and ``plan`` as for :meth:`undo`.
 
         Raises:
             ConflictError: a file changed since the revert.
         """
         return self._take_back(
-            lambda rec: ops.unrevert(rec, self.name, force=force, merge=merge, dry_run=dry_run),
+            lambda rec: ops.unrevert(
+                rec,
+                self.name,
+                force=force,
+                merge=merge,
+                dry_run=dry_run,
+                plan=_token(plan, dry_run),
+            ),
             end_open=False,
             dry_run=dry_run,
+            plan=plan,
         )
 
     def _take_back(
@@ -585,6 +636,7 @@ class Session:
         end_open: bool,
         join: bool | None = None,
         dry_run: bool = False,
+        plan: str | ops.TurnOpResult | None = None,
     ) -> ops.TurnOpResult:
         """Run a take-back, ending the open turn first or joining its writes to it.
 
@@ -606,6 +658,16 @@ class Session:
         elif (not end_open if join is None else join) and current is not None:
             rec = dataclasses.replace(rec, join=(self.name, current.n))
         result = op(rec)
+        shown_nothing = isinstance(plan, ops.TurnOpResult) and plan.nothing
+        if result.nothing and plan is not None and not shown_nothing:
+            # The plan confirmed did something; now there is nothing to do: not that plan.
+            raise StalePlanError(
+                f"the {result.kind} planned is out of date: there is nothing to "
+                f"{result.kind} now; nothing was written (plan again)",
+                planned=_token(plan, False) or "",
+                now="",
+                reason="history",
+            )
         if not result.nothing and not result.dry_run:
             ws.announce_restore(
                 result.kind,
@@ -873,11 +935,14 @@ class Step:
         call = self.tool_call_ids[0] if len(self.tool_call_ids) == 1 else None
         return turn.touch(path, text, tool_call_id=call)
 
-    def finish(self, exit_code: int | None = None) -> None:
+    def finish(self, exit_code: int | None = None, *, unconfirmed: bool = False) -> None:
         """End the step; for a command, snapshot after it and record what it changed.
 
         Inside an open turn, the files a command changed join the turn (their
         ``file.changed`` events go out when the turn ends); outside one, they go out now.
+        ``unconfirmed``: the command's end was never seen (a hook finishing a denied or
+        failed call later): its changes are marked so, and a take-back treats them as
+        conflicts unless forced.
         """
         if not self._open:
             return
@@ -885,12 +950,12 @@ class Step:
         if self.n == 0:
             return  # detached
         try:
-            self._finish(exit_code)
+            self._finish(exit_code, unconfirmed)
         except TakebackError as e:
             # The store cannot be written (a full disk): said, and the agent goes on.
             self.session.failed(e, turn=self.turn or None, step=self.n)
 
-    def _finish(self, exit_code: int | None) -> None:
+    def _finish(self, exit_code: int | None, unconfirmed: bool = False) -> None:
         ws = self.session.workspace
         store = ws.open_store()
         with ops.shared_lock(store):
@@ -903,11 +968,11 @@ class Step:
                     self.session.name, self.n, self.after.id if self.after else None, exit_code
                 )
             if self.is_command and self.before and self.after:
-                self._record_changes(store)
+                self._record_changes(store, unconfirmed)
         if self._own_turn and self.turn:
             Turn(self.session, self.turn, self.label).end()
 
-    def _record_changes(self, store: Store) -> None:
+    def _record_changes(self, store: Store, unconfirmed: bool = False) -> None:
         """What a command changed: joined to its turn, or announced now outside one."""
         assert self.before is not None and self.after is not None
         ws = self.session.workspace
@@ -924,6 +989,7 @@ class Step:
                 self.after.tree,
                 call,
                 before_at=self.before.created_at,
+                unconfirmed=unconfirmed,
             )
         else:
             deltas = [
@@ -968,3 +1034,10 @@ def _reason(e: BaseException) -> str:
     """Why a snapshot failed, for the event (the class name when the message is empty)."""
     text = e.message if isinstance(e, TakebackError) else str(e)
     return text or type(e).__name__
+
+
+def _token(plan: str | ops.TurnOpResult | None, dry_run: bool) -> str | None:
+    """The token of a confirmed plan (a dry run has none to keep to)."""
+    if plan is None or dry_run:
+        return None
+    return plan if isinstance(plan, str) else plan.token or ""

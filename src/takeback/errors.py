@@ -13,6 +13,7 @@
     +-- PathError                      a path outside the root or unsafe       exit 2
     +-- ScanError                      the workspace cannot be read            exit 2
     +-- ConflictError                  undo/redo/revert would overwrite edits  exit 3
+    |   +-- StalePlanError             the plan confirmed is out of date       exit 3
     +-- RestoreError                   a write failed part way                 exit 1
 
 Every class carries its exit code in ``exit_code``; ``takeback.cli.main`` is the one place
@@ -157,6 +158,27 @@ class ConflictError(TakebackError):
         return doc
 
 
+class StalePlanError(ConflictError):
+    """An operation confirmed from a plan found the world moved since; nothing was written.
+
+    The workspace (a path the plan names) or the history (a turn, a take-back) changed
+    after the plan was made: the operation would not do what was shown. ``planned`` and
+    ``now`` are the two plans' tokens; ``reason`` is ``workspace`` or ``history``.
+    """
+
+    def __init__(self, message: str, *, planned: str, now: str, reason: str) -> None:
+        super().__init__(message, conflicts=[])
+        self.planned = planned
+        self.now = now
+        self.reason = reason
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the machine form, with both tokens and why they differ."""
+        doc = super().to_json()
+        doc.update(planned=self.planned, now=self.now, reason=self.reason)
+        return doc
+
+
 class RestoreError(TakebackError):
     """A restore failed part way; ``restored``/``failed`` say what happened."""
 
@@ -186,6 +208,7 @@ __all__ = [
     "RestoreError",
     "RootMismatchError",
     "ScanError",
+    "StalePlanError",
     "StoreCorruptError",
     "StoreError",
     "StoreMissingError",

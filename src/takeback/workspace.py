@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 from . import ops
 from ._fs import to_rel
 from ._session import Session, Step, Turn
-from .errors import PathError, ScanError, StoreMissingError, TakebackError, UsageError
+from .errors import (
+    PathError,
+    ScanError,
+    StoreCorruptError,
+    StoreMissingError,
+    TakebackError,
+    UsageError,
+)
 from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
 from .ops import Options
 from .store import (
@@ -61,6 +68,8 @@ class RewindResult:
     kept_dirs: list[str] = field(default_factory=list)
     #: paths left as they are, and why (out of scope and in the way, never kept, ...)
     left: dict[str, str] = field(default_factory=dict)
+    #: the plan's token: ``rewind(..., plan=token)`` does exactly this plan or refuses
+    token: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``rewind --json``, MCP ``rewind``).
@@ -79,6 +88,7 @@ class RewindResult:
             "not_restored": list(plan.not_restorable) if self.dry_run else list(self.not_restored),
             "kept_dirs": self.kept_dirs,
             "left": plan.left if self.dry_run else self.left,
+            "token": self.token,
         }
 
 
@@ -178,6 +188,17 @@ def copy_history(
         fresh = open_store(dst_spec, real, local=local(dst_spec), create=False)
         try:
             result.verified = ops.verify_objects(fresh, oids)
+            # Every row's objects, not only those listed: a row naming one not copied
+            # is a copy that would fail later.
+            missing = [
+                p for p in ops.fsck(fresh).problems if not p.startswith("journal left behind")
+            ]
+            if missing:
+                raise StoreCorruptError(
+                    f"the copy in {dst_spec} is incomplete: {missing[0]}"
+                    + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
+                    path=str(dst_spec),
+                )
         finally:
             fresh.close()
     finally:
@@ -858,6 +879,7 @@ class Workspace:
         session: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
         join_open: bool = False,
+        plan: str | RewindResult | None = None,
     ) -> RewindResult:
         """Put the workspace (or just ``paths``) back as it was at ``to``.
 
@@ -865,8 +887,11 @@ class Workspace:
         Otherwise a pre-rewind snapshot is taken first; its id undoes the rewind.
         With ``join_open`` (the agent's own rewind, asked over MCP inside its reply),
         what it writes joins the session's open turn, so undo of the reply takes it back.
+        With ``plan`` (a dry run's result, or its ``token``), the rewind does exactly
+        that plan, or refuses when a path it names changed since.
 
         Raises:
+            StalePlanError: ``plan`` is out of date; nothing was written.
             RefError: ``to`` names nothing.
             StoreCorruptError: the store cannot give back what the rewind would overwrite;
                 nothing was written.
@@ -888,6 +913,7 @@ class Workspace:
             dry_run=dry_run,
             session=session,
             on_progress=on_progress,
+            plan_of=plan.token or "" if isinstance(plan, RewindResult) else plan,
         )
         result = RewindResult(
             done.plan,
@@ -899,6 +925,7 @@ class Workspace:
             done.not_restored,
             done.kept_dirs,
             done.left,
+            done.token,
         )
         if not dry_run:
             actions = {i.path: i.action for i in done.plan.items}

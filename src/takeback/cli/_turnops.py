@@ -37,6 +37,13 @@ def add_take_back_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the plan (and the diff each merge would write); write nothing",
     )
+    p.add_argument(
+        "--plan",
+        default=None,
+        metavar="TOKEN",
+        help="do exactly the plan a dry run printed, or refuse (exit 3, nothing written) "
+        "when the workspace or the history changed since",
+    )
 
 
 def merge_option(ctx: Ctx) -> bool | Literal["markers"]:
@@ -89,6 +96,8 @@ def report(ctx: Ctx, result: TurnOpResult) -> int:
             ctx.out(f"dry run: nothing was written (the conflicts refuse it; {how})")
         else:
             ctx.out("dry run: nothing was written")
+        if result.token and not refused:
+            ctx.out(f"plan: {result.token} (--plan {result.token} does exactly this, or refuses)")
         if result.preview:  # last, so that the patch can be cut from the output as it is
             ctx.out("The merges it would write:")
             write_bytes(result.preview)

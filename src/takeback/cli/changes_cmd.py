@@ -43,6 +43,10 @@ def run(ctx: Ctx) -> int:
         note = "" if c.undoable else "  (cannot be undone: not kept, over the size limit)"
         if c.approximate:
             note += "  (line counts approximate: an upper bound)"
+        if c.unconfirmed:
+            note += (
+                "  (unconfirmed: a step whose end was never seen changed it; undo needs --force)"
+            )
         ctx.out(f"  {c.status:<8} +{c.added:<4} -{c.removed:<4} {quote_path(c.path)}{note}")
     return 0
 

@@ -21,5 +21,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ctx: Ctx) -> int:
     """Redo and report."""
     session = ctx.workspace().session(ctx.session)
-    result = session.redo(force=ctx.args.force, merge=merge_option(ctx), dry_run=ctx.args.dry_run)
+    result = session.redo(
+        force=ctx.args.force,
+        merge=merge_option(ctx),
+        dry_run=ctx.args.dry_run,
+        plan=ctx.args.plan,
+    )
     return report(ctx, result)

@@ -34,5 +34,6 @@ def run(ctx: Ctx) -> int:
         force=ctx.args.force,
         merge=merge_option(ctx),
         dry_run=ctx.args.dry_run,
+        plan=ctx.args.plan,
     )
     return report(ctx, result)

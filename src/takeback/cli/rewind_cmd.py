@@ -23,6 +23,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a snapshot id prefix, start, a step number N, or turn:N",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    p.add_argument(
+        "--plan",
+        default=None,
+        metavar="TOKEN",
+        help="do exactly the plan a dry run printed, or refuse (exit 3, nothing written) "
+        "when a path it names changed since",
+    )
     p.add_argument("paths", nargs="*", metavar="-- PATH", help="only these paths (after --)")
     p.epilog = (
         "examples:\n"
@@ -50,6 +57,7 @@ def run(ctx: Ctx) -> int:
             dry_run=ctx.args.dry_run,
             session=ctx.session,
             on_progress=on_progress,
+            plan=None if ctx.args.dry_run else ctx.args.plan,
         )
     plan = result.plan
     counts = plan.counts()
@@ -71,6 +79,8 @@ def run(ctx: Ctx) -> int:
         for p, why in sorted(plan.left.items()):
             ctx.out(f"left as is: {quote_path(p)} ({why})")
         ctx.out("dry run: nothing was written")
+        if result.token:
+            ctx.out(f"plan: {result.token} (--plan {result.token} does exactly this, or refuses)")
         return 0
     ctx.out(
         f"pre-rewind snapshot: {sid(result.pre)} "

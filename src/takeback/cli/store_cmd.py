@@ -38,5 +38,15 @@ def run(ctx: Ctx) -> int:
         f"{rows.get('turns', 0)} turns and {rows.get('ops', 0)} take-backs "
         f"from {result.source} to {result.target}."
     )
-    ctx.out(f"Verified: all {result.verified} objects read back whole from the target.")
+    ctx.out(
+        f"Verified: all {result.verified} objects read back whole from the target, "
+        "and every row's objects are there."
+    )
+    if result.interrupted:
+        article = "an" if result.interrupted[:1] in "aeiou" else "a"
+        ctx.warn(
+            f"the source holds {article} {result.interrupted} that was interrupted: its "
+            "journal was copied too (`takeback status` on either store says how to finish "
+            "it or take it back)"
+        )
     return 0

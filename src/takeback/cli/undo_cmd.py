@@ -65,7 +65,11 @@ def run(ctx: Ctx) -> int:
         # One file, back to before the session first changed it (the library's one-file
         # undo, the same as MCP undo_file); with --turn, that turn's change of it.
         result = session.undo_file(
-            file, force=ctx.args.force, merge=merge_option(ctx), dry_run=ctx.args.dry_run
+            file,
+            force=ctx.args.force,
+            merge=merge_option(ctx),
+            dry_run=ctx.args.dry_run,
+            plan=ctx.args.plan,
         )
         return report(ctx, result)
     open_turn = session.current_turn() if ctx.args.dry_run and ctx.args.turn is None else None
@@ -80,6 +84,7 @@ def run(ctx: Ctx) -> int:
         force=ctx.args.force,
         merge=merge_option(ctx),
         dry_run=ctx.args.dry_run,
+        plan=ctx.args.plan,
     )
     return report(ctx, result)
 

@@ -22,6 +22,6 @@ def run(ctx: Ctx) -> int:
     """Unrevert and report."""
     session = ctx.workspace().session(ctx.session)
     result = session.unrevert(
-        force=ctx.args.force, merge=merge_option(ctx), dry_run=ctx.args.dry_run
+        force=ctx.args.force, merge=merge_option(ctx), dry_run=ctx.args.dry_run, plan=ctx.args.plan
     )
     return report(ctx, result)

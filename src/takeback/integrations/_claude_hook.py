@@ -294,7 +294,8 @@ def _finish_pending(ws: Workspace, name: str, *, but: str | None = None) -> list
     for record in records:
         step = _resume_step(session, record)
         if step is not None:
-            step.finish()
+            # Its end was never seen: what it changed is marked unconfirmed.
+            step.finish(unconfirmed=True)
             done.append(step.n)
     return done
 

@@ -222,22 +222,27 @@ class UiApi:
         Args:
             op: one of :data:`OPS`.
             args: ``session``, ``turn``, ``file``, ``to_turn``, ``ref``, ``force``,
-                ``merge`` (false, true or ``"markers"``: the library's ``merge``).
+                ``merge`` (false, true or ``"markers"``: the library's ``merge``), and
+                ``plan``: the token of the plan the person confirmed.
             dry_run: only plan.
 
         Raises:
             UsageError: an unknown operation, a missing or bad argument.
             ConflictError: (not a dry run) a file changed since the record.
+            StalePlanError: (not a dry run) the plan confirmed is out of date.
         """
         force = bool(args.get("force"))
         merge = _merge(args)
+        # What the person confirmed: the plan's token. The operation does that plan or
+        # refuses (StalePlanError), and the page then shows the plan as it is now.
+        plan = None if dry_run else _opt_str(args, "plan")
         with self.workspace() as ws:
             s = self._session(ws, _opt_str(args, "session"))
             if op == "rewind":
                 if merge:
                     raise UsageError("a rewind does not merge")
                 ref = _need(args, "ref", str)
-                r = ws.rewind(ref, dry_run=dry_run, session=s.name)
+                r = ws.rewind(ref, dry_run=dry_run, session=s.name, plan=plan)
                 doc = r.to_json()
                 counts = doc["counts"]
                 summary = (
@@ -250,7 +255,11 @@ class UiApi:
                 return {**doc, "op": "rewind", "session": s.name, "summary": summary}
             if op == "undo":
                 result = s.undo(
-                    turn=_opt_int(args, "turn"), force=force, merge=merge, dry_run=dry_run
+                    turn=_opt_int(args, "turn"),
+                    force=force,
+                    merge=merge,
+                    dry_run=dry_run,
+                    plan=plan,
                 )
             elif op == "undo-turn-file":
                 result = s.undo(
@@ -259,19 +268,24 @@ class UiApi:
                     force=force,
                     merge=merge,
                     dry_run=dry_run,
+                    plan=plan,
                 )
             elif op == "undo-file":
                 result = s.undo_file(
-                    _need(args, "file", str), force=force, merge=merge, dry_run=dry_run
+                    _need(args, "file", str), force=force, merge=merge, dry_run=dry_run, plan=plan
                 )
             elif op == "redo":
-                result = s.redo(force=force, merge=merge, dry_run=dry_run)
+                result = s.redo(force=force, merge=merge, dry_run=dry_run, plan=plan)
             elif op == "revert":
                 result = s.revert(
-                    to_turn=_need(args, "to_turn", int), force=force, merge=merge, dry_run=dry_run
+                    to_turn=_need(args, "to_turn", int),
+                    force=force,
+                    merge=merge,
+                    dry_run=dry_run,
+                    plan=plan,
                 )
             elif op == "unrevert":
-                result = s.unrevert(force=force, merge=merge, dry_run=dry_run)
+                result = s.unrevert(force=force, merge=merge, dry_run=dry_run, plan=plan)
             else:
                 raise UsageError(f"unknown operation: {op!r}")
             return {**result.to_json(), "summary": result.summary()}

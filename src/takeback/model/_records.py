@@ -104,6 +104,9 @@ class Change:
     size limit); ``kind`` is ``file``, ``symlink`` or ``folder``: what the turn left there,
     or for a deletion, what it deleted. ``approximate`` is true when the line counts are an
     upper bound rather than git's (the shortest edit was too costly to find).
+    ``unconfirmed`` is true when a command step whose end was never seen (a denied or
+    failed call) changed it: what it holds may be a person's edit, so a take-back treats
+    it as a conflict unless forced.
     """
 
     path: str
@@ -114,6 +117,7 @@ class Change:
     undoable: bool
     kind: ChangeKind = "file"
     approximate: bool = False
+    unconfirmed: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``)."""
@@ -126,6 +130,7 @@ class Change:
             "undoable": self.undoable,
             "kind": self.kind,
             "approximate": self.approximate,
+            "unconfirmed": self.unconfirmed,
         }
 
 

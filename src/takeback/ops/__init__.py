@@ -34,13 +34,13 @@ if TYPE_CHECKING:
     )
     from ._hunks import Hunk, turn_hunks, undo_hunks
     from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
+    from ._records import recorded_state
     from ._refs import Resolved, resolve
     from ._rewind import RewindOutcome, rewind
     from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
     from ._takeback import (
         MergeOption,
         TurnOpResult,
-        recorded_state,
         redo,
         revert,
         undo,
@@ -116,7 +116,7 @@ _WHERE = {
     "read_entry": "_diff",
     "read_state": "_turns",
     "record": "_snapshot",
-    "recorded_state": "_takeback",
+    "recorded_state": "_records",
     "redo": "_takeback",
     "resolve": "_refs",
     "revert": "_takeback",

@@ -31,6 +31,9 @@ rules that keep data safe live here once:
   written over or changed, nor is anything below it, whatever ``force`` says: the pre-
   operation snapshot does not hold it. Where the target could not read a path, what is
   there now stays (not restored).
+- A folder to remove that holds something the operation does not remove (files out of
+  scope: a tool's ignored cache inside it) stays, and the check says so (``left``): the
+  plan and the operation name it alike, and it is never counted as removed.
 - A bounded amount of file data is held in memory (the rest is read again when written).
 """
 
@@ -59,6 +62,7 @@ IN_THE_WAY = "out of scope (ignored) and in the way"
 NEVER_KEPT = "over the size limit, never kept"
 NOT_OF_TARGET = "out of scope at the target (ignored then), so never part of it"
 UNREAD = "unreadable, never read"
+HOLDS_OUT_OF_SCOPE = "a folder that holds files out of scope (ignored), so it stays"
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,7 +313,42 @@ def check(
             if not force:
                 continue
         out.todo.append(Move(m.path, now, m.expect, m.write, m.created))
+    _keep_full_folders(root, out)
     return out
+
+
+def _keep_full_folders(root: SafeRoot, out: Checked) -> None:
+    """Leave each folder removal whose folder holds what the operation does not remove.
+
+    Deepest first, so that a folder kept keeps the folders above it. What the folder
+    holds is read from the disk: an ignored file is in no move, so only the listing
+    shows it.
+    """
+    folders = [
+        m
+        for m in out.todo
+        if m.now is not None and m.now.kind == DIR and (m.write is None or m.write.kind != DIR)
+    ]
+    if not folders:
+        return
+    going = {
+        m.path
+        for m in out.todo
+        if m.now is not None and (m.write is None or _kind(m.now) != _kind(m.write))
+    }
+    kept: set[str] = set()
+    for m in sorted(folders, key=lambda m: m.path.count("/"), reverse=True):
+        try:
+            names = root.listdir(m.path)
+        except (OSError, PathError):
+            continue  # the write finds out, and says so
+        if all(f"{m.path}/{name}" in going for name in names):
+            continue
+        going.discard(m.path)
+        kept.add(m.path)
+        out.left[m.path] = HOLDS_OUT_OF_SCOPE
+    if kept:
+        out.todo = [m for m in out.todo if m.path not in kept]
 
 
 def refuse_conflicts(
@@ -421,6 +460,8 @@ def apply(
         left=dict(checked.left),
         conflicts=list(checked.conflicts),
         already=list(checked.already),
+        # Folders the check found holding files out of scope stay, as folders kept do.
+        kept_dirs=[p for p, why in checked.left.items() if why == HOLDS_OUT_OF_SCOPE],
     )
     _prove_kept(store, root, todo)
     # Every object to write is read and checked before the first write, so a damaged store

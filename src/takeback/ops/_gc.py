@@ -10,13 +10,18 @@ What is kept (the *roots*), whatever the policy says:
   reuses without writing them again (were they removed, a later snapshot would name
   objects that are gone);
 - the newest turn of every session (``keep_turns`` is at least 1), so numbers are never
-  given out twice.
+  given out twice;
+- the turn that ended last (store-wide): it names the session a plain take-back acts on.
 
 The policy (:class:`Policy`) keeps, per session, the newest ``keep_turns`` turns and
-everything from the last ``keep_days`` days, whichever keeps more. It cuts each session's
-history at one moment: every turn that began, and every snapshot taken, before the oldest
-kept turn (or command step outside a turn) and before the day limit goes, with its steps,
-touches and change list, and the undos and reverts recorded before it (unless active).
+everything from the last ``keep_days`` days, whichever keeps more. "Newest" and
+"before" are the store's sequence numbers (every snapshot, turn and op has one), never
+the clock: a clock set back never makes old turns look new. Time only measures age, for
+the day limit, which can only keep more (an open turn is kept and does not count among
+the newest). It cuts each session's history at one point of the sequence: every
+turn that began, and every snapshot taken, before the oldest kept turn (or command step
+outside a turn) and before the day limit goes, with its steps, touches and change list,
+and the undos and reverts recorded before it (unless active).
 What a kept row names is kept: a kept turn's snapshot before it (taken a moment before
 it began), the states its change list and touches keep, what a kept op wrote.
 
@@ -285,32 +290,66 @@ class _History:
         self.ops = meta.all_ops()
         self.sessions = {s.name: s for s in meta.sessions()}
         self.by_id = {s[0]: s for s in self.snapshots}
+        #: the store-wide sequence numbers: what is older or newer, whatever the clock says
+        self.seq = meta.seqs()
+
+    def snap_seq(self, sid: str) -> int:
+        return self.seq.snapshots.get(sid, 0)
+
+    def turn_seq(self, session: str, n: int) -> int:
+        return self.seq.turns.get((session, n), (0, None))[0]
+
+    def op_seq(self, op_id: int) -> int:
+        return self.seq.ops.get(op_id, 0)
+
+    def last_ended(self) -> tuple[str, int] | None:
+        """The turn that ended last: it names the session a plain take-back acts on."""
+        ended = [(e, key) for key, (_b, e) in self.seq.turns.items() if e is not None]
+        return max(ended)[1] if ended else None
 
 
 def _cut(
     h: _History, session: str, policy: Policy, now: float, journal_session: str | None
 ) -> float:
-    """The moment before which a session's history goes (-inf: keep it all)."""
+    """The sequence number before which a session's history goes (-inf: keep it all).
+
+    Ordered by the store's sequence, never by the clock: the newest ``keep_turns`` turns
+    (an open turn is kept anyway and does not count) stay whatever their times say, and
+    the day limit only keeps more: what came after the newest row older than the limit.
+    """
     if journal_session is not None and (journal_session in ("", session)):
         return float("-inf")
-    starts: list[float] = [t[5] for t in h.turns if t[0] == session]
+    starts: list[int] = [
+        h.turn_seq(t[0], t[1]) for t in h.turns if t[0] == session and t[4] != "open"
+    ]
     turn_nums = {t[1] for t in h.turns if t[0] == session}
+    times: list[tuple[float, int]] = [
+        (t[5], h.turn_seq(t[0], t[1])) for t in h.turns if t[0] == session
+    ]
     for st in h.steps:
         if st.session == session and (st.turn is None or st.turn not in turn_nums):
             snap = h.by_id.get(st.before or st.after or "")
             if snap is not None:
-                starts.append(snap[2])
+                starts.append(h.snap_seq(snap[0]))
+    times += [(snap[2], h.snap_seq(snap[0])) for snap in h.snapshots if snap[4] == session]
     starts.sort(reverse=True)
     by_count = starts[policy.keep_turns - 1] if len(starts) >= policy.keep_turns else float("-inf")
-    cut = min(by_count, now - policy.keep_days * _DAY)
+    limit = now - policy.keep_days * _DAY
+    old = [seq for at, seq in times if at < limit]
+    by_days: float = max(old) + 1 if old else float("-inf")
+    cut = min(by_count, by_days)
     active = [op for op, s, _at in h.ops if s == session and op.state == "active"]
     held = {n for op in active for n in op.turns}
     for t in h.turns:
         if t[0] == session and (t[4] == "open" or t[1] in held):
-            cut = min(cut, t[5])
-    for op, s, at in h.ops:
+            cut = min(cut, h.turn_seq(t[0], t[1]))
+    for op, s, _at in h.ops:
         if s == session and op.state == "active":
-            cut = min(cut, at)
+            cut = min(cut, h.op_seq(op.id))
+    last = h.last_ended()
+    if last is not None and last[0] == session:
+        # The turn that ended last decides the session a plain undo acts on: it stays.
+        cut = min(cut, h.turn_seq(*last))
     return cut
 
 
@@ -360,10 +399,10 @@ def plan(
             cuts[name] = float("inf") if name in purged else float("-inf")
     out.sessions = sorted(n for n in purged if n in h.sessions)
 
-    def gone(session: str | None, at: float) -> bool:
+    def gone(session: str | None, seq: int) -> bool:
         if session is None or session not in cuts:
             return False
-        return at < cuts[session]
+        return seq < cuts[session]
 
     # Turns: the newest of each session always stays (numbers are never given twice).
     newest: dict[str, int] = {}
@@ -372,7 +411,7 @@ def plan(
     kept_turns: set[tuple[str, int]] = set()
     for t in h.turns:
         key = (t[0], t[1])
-        if t[0] in purged or (gone(t[0], t[5]) and t[1] != newest[t[0]]):
+        if t[0] in purged or (gone(t[0], h.turn_seq(t[0], t[1])) and t[1] != newest[t[0]]):
             if t[0] not in purged:
                 out.turns.append(key)
         else:
@@ -387,7 +426,7 @@ def plan(
             continue
         snap = h.by_id.get(st.before or st.after or "")
         own = st.turn is not None and (st.session, st.turn) in dropped_turns
-        old = snap is not None and gone(st.session, snap[2])
+        old = snap is not None and gone(st.session, h.snap_seq(snap[0]))
         if (own or (old and (st.turn is None or (st.session, st.turn) not in kept_turns))) and (
             st.n != last_step[st.session]
         ):
@@ -395,10 +434,10 @@ def plan(
         else:
             kept_steps.append(st)
     kept_ops = []
-    for op, s, at in h.ops:
+    for op, s, _at in h.ops:
         if s in purged:
             continue
-        if op.state != "active" and gone(s, at):
+        if op.state != "active" and gone(s, h.op_seq(op.id)):
             out.ops.append(op.id)
         else:
             kept_ops.append(op)
@@ -419,7 +458,9 @@ def plan(
     loose = [s for s in h.snapshots if s[4] is None]
     loose_keep = set()
     if not purge_all:
-        newest_loose = sorted(loose, key=lambda s: s[2], reverse=True)[: policy.keep_turns]
+        newest_loose = sorted(loose, key=lambda s: h.snap_seq(s[0]), reverse=True)[
+            : policy.keep_turns
+        ]
         loose_keep = {s[0] for s in newest_loose}
         if purge is not None:
             loose_keep = {s[0] for s in loose}
@@ -436,7 +477,7 @@ def plan(
         elif session not in h.sessions:
             keep = not purge_all  # a session being started: its row comes next
         else:
-            keep = not gone(session, created)
+            keep = not gone(session, h.snap_seq(sid))
         if keep:
             kept_trees.append(tree)
         else:

@@ -139,6 +139,7 @@ def undo_hunks(
     *,
     merge: bool | str = True,
     dry_run: bool = False,
+    plan: str | None = None,
 ) -> Any:
     """Take back some hunks of a turn, keeping every other line as it is now.
 
@@ -149,6 +150,7 @@ def undo_hunks(
         ids: ``PATH#K`` ids (from :func:`turn_hunks`).
         merge: True, or ``"markers"`` to write a conflicting merge with markers.
         dry_run: plan only.
+        plan: the token of a plan confirmed: done exactly, or refused when stale.
 
     Returns:
         A ``TurnOpResult`` (kind ``undo-hunks``).
@@ -213,4 +215,5 @@ def undo_hunks(
             merge="markers" if merge == "markers" else True,
             labels=(f"turn {turn}", f"hunks of turn {turn} taken back"),
             dry_run=dry_run,
+            plan=plan,
         )

@@ -14,6 +14,8 @@ from ..model import Entry, Plan, PlanItem, SnapshotInfo
 from ..scan import TreeScope
 from ..store import Store
 from . import _engine as engine
+from ._after import record_after
+from ._plan import check_plan, plan_token
 from ._snapshot import Options, Recording, record, scan
 from ._treediff import diff_trees, under
 
@@ -29,6 +31,21 @@ class RewindOutcome:
     kept_dirs: list[str] = field(default_factory=list)
     #: paths left as they are, and why (out of scope and in the way, never kept, ...)
     left: dict[str, str] = field(default_factory=dict)
+    #: the plan's token: given back as ``plan``, the rewind does this plan or refuses
+    token: str | None = None
+
+
+def _token(
+    session: str | None, target: SnapshotInfo, paths: Sequence[str] | None, checked: engine.Checked
+) -> str:
+    # A rewind goes to a snapshot: no history decides it (0), the target and paths do.
+    return plan_token(
+        kind="rewind",
+        session=session,
+        history=0,
+        subject=[target.id, sorted(paths) if paths is not None else None],
+        checked=checked,
+    )
 
 
 def target_scope(store: Store, opts: Options, tree: str) -> TreeScope:
@@ -92,10 +109,15 @@ def rewind(
     dry_run: bool = False,
     session: str | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    plan_of: str | None = None,
 ) -> RewindOutcome:
     """Put the workspace (or just ``paths``) back as it was at ``target``.
 
+    ``plan_of``: the token of the plan the caller confirmed (a dry run's): the rewind
+    writes only if its plan now is that one.
+
     Raises:
+        StalePlanError: the plan now is not ``plan_of``; nothing was written.
         StoreCorruptError: the store cannot give back what the rewind would overwrite,
             or what it must write; nothing was written.
         RestoreError: writes failed part way (what was done is attached).
@@ -104,7 +126,14 @@ def rewind(
     if dry_run:
         with store.lock(exclusive=False):
             now = scan(store, opts).tree
-        return RewindOutcome(plan(store, opts, now, target, paths)[0])
+            the_plan, checked = plan(store, opts, now, target, paths)
+        # What the rewind would leave, and not restore, as the rewind itself says it.
+        return RewindOutcome(
+            the_plan,
+            not_restored=list(the_plan.not_restorable),
+            left=dict(the_plan.left),
+            token=_token(session, target, paths, checked),
+        )
     with store.lock(exclusive=True):
         pre = record(
             rec,
@@ -114,6 +143,9 @@ def rewind(
             message=f"before rewind to {target.id[:10]}",
         )
         the_plan, checked = plan(store, opts, pre.tree, target, paths)
+        token = _token(session, target, paths, checked)
+        if plan_of is not None:
+            check_plan(plan_of, token, kind="rewind")
         done = engine.apply(
             store,
             checked,
@@ -127,8 +159,16 @@ def rewind(
                 "paths": list(paths) if paths is not None else None,
             },
         )
+        record_after(
+            rec,
+            pre,
+            [m.path for m in checked.todo],
+            kind="after-rewind",
+            session=session,
+            message=f"after rewind to {target.id[:10]}",
+        )
     out = RewindOutcome(
-        the_plan, pre.id, done.restored, done.not_restored, done.kept_dirs, done.left
+        the_plan, pre.id, done.restored, done.not_restored, done.kept_dirs, done.left, token
     )
     engine.raise_if_failed(done, "rewind", pre.id)
     return out

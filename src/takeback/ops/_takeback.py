@@ -38,8 +38,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -48,12 +49,14 @@ from ..errors import ConflictError, StoreError, UsageError
 from ..model import DIR, Entry, PlanAction, decode_state, encode_state
 from ..store import OpRow, Store
 from . import _engine as engine
-from ._engine import same
+from ._after import record_after
 from ._merge import MergePlan, Region, merge_moves, refusal_lines
 from ._patch import file_patch
+from ._plan import check_plan, plan_token
+from ._records import first_change, last_recorded, recorded_state
 from ._rewind import target_scope
 from ._snapshot import Recording, scan, take
-from ._treediff import diff_trees, lookup
+from ._treediff import lookup
 
 if TYPE_CHECKING:
     from ..store import Meta
@@ -93,6 +96,9 @@ class TurnOpResult:
             refuse the operation, and their regions (as a refusal's
             ``ConflictError.regions`` names them).
         preview: in a dry run, the unified diff from each merged file now to its merge.
+        token: the plan's token (:mod:`._plan`): given back as ``plan``, the operation
+            does exactly this plan or refuses (``StalePlanError``); None when there was
+            nothing to do.
     """
 
     kind: str
@@ -112,6 +118,7 @@ class TurnOpResult:
     markers: dict[str, list[Region]] = field(default_factory=dict)
     preview: bytes = b""
     regions: dict[str, list[Region]] = field(default_factory=dict)
+    token: str | None = None
 
     def summary(self) -> str:
         """One line for people, naming the session and turns it acted on.
@@ -163,6 +170,7 @@ class TurnOpResult:
             "markers": {p: [r.to_json() for r in rs] for p, rs in self.markers.items()},
             "regions": {p: [r.to_json() for r in rs] for p, rs in self.regions.items()},
             "preview": self.preview.decode("utf-8", "replace"),
+            "token": self.token,
         }
 
 
@@ -200,6 +208,11 @@ def _changes(store: Store, session: str, n: int) -> list[tuple[str, Entry | None
     ]
 
 
+def _unconfirmed(store: Store, session: str, turns: list[int]) -> set[str]:
+    """The paths of these turns' change lists that a step whose end was never seen changed."""
+    return {r.path for n in turns for r in store.meta.change_rows(session, n) if r.unconfirmed}
+
+
 def _tree_of(store: Store, snapshot_id: str | None) -> str | None:
     if snapshot_id is None:
         return None
@@ -226,6 +239,8 @@ def _run(
     merge: MergeOption = False,
     labels: tuple[str, str] = ("record", "target"),
     dry_run: bool = False,
+    plan: str | None = None,
+    unconfirmed: Collection[str] = (),
 ) -> TurnOpResult:
     """Snapshot, check, write through the engine, and record one operation (under the lock).
 
@@ -254,8 +269,13 @@ def _run(
             ``"markers"`` writes a merge with conflicts too, with conflict markers.
         labels: the conflict markers' names of the record's state and the state to write.
         dry_run: plan only: no snapshot is taken and nothing is written or recorded.
+        plan: the token of the plan the caller confirmed: the operation writes only if
+            its plan now is that one.
+        unconfirmed: paths a step whose end was never seen changed: conflicts (what
+            they hold may be a person's edit), written over only with ``force``.
 
     Raises:
+        StalePlanError: ``plan`` is not the plan now; nothing was written.
         ConflictError: a path is not as the record says, and ``force`` is false (with
             ``merge``: a path cannot be merged, or, without markers, its merge has
             conflicting regions, which the error names).
@@ -282,6 +302,16 @@ def _run(
     moves = engine.moves_from(store, now_tree, pairs, created=created)
     scope = target_scope(store, opts, target_tree) if target_tree else None
     checked = engine.check(store, moves, force=force, target_scope=scope)
+    # The plan's token, from what decides it (the merges follow from the same states).
+    token = plan_token(
+        kind=kind,
+        session=session,
+        history=store.meta.history_seq(),
+        subject=[turns, json.dumps(data, sort_keys=True, default=str), merge, force],
+        checked=checked,
+    )
+    if plan is not None and not dry_run:
+        check_plan(plan, token, kind=kind)
     merged: MergePlan | None = None
     why: dict[str, str] = {}
     journal: dict[str, Any] = {
@@ -316,6 +346,7 @@ def _run(
             why[p] = f"{why[p]}; {line}" if p in why else line
         moves = merged.moves
         checked = engine.check(store, moves, target_scope=scope)
+    describe = _unconfirmed_first(checked, unconfirmed, describe, force=force)
     why = {p: why.get(p) or describe(p) for p in checked.conflicts}
     if checked.conflicts and not force and not dry_run:
         engine.refuse_conflicts(
@@ -324,7 +355,9 @@ def _run(
     marked = {p: list(rs) for p, rs in merged.regions.items()} if merged else {}
     merged_paths = sorted(merged.data) if merged else []
     if pre is None:
-        return _planned(store, kind, turns, session, checked, merged, marked, why)
+        result = _planned(store, kind, turns, session, checked, merged, marked, why)
+        result.token = token
+        return result
     if merged is not None:
         for data_ in merged.data.values():
             store.objects.put("blob", data_)
@@ -338,6 +371,15 @@ def _run(
         folder_modes=target_tree,
         prune_to=target_tree if prune else None,
         claim=rec.claim,
+    )
+    # What it wrote is recorded, so that ``status`` after it is clean.
+    record_after(
+        rec,
+        pre,
+        [m.path for m in checked.todo],
+        kind=f"after-{kind}",
+        session=session,
+        message=f"after {kind} of turn(s) {', '.join(map(str, turns))}",
     )
     paths = [p.rstrip("/") for p in done.restored]
     first_pre = pre.id
@@ -392,7 +434,35 @@ def _run(
         why=why if force else {},
         merged=[p for p in merged_paths if p in wrote],
         markers={p: rs for p, rs in marked.items() if p in wrote},
+        token=token,
     )
+
+
+def _unconfirmed_first(
+    checked: engine.Checked,
+    unconfirmed: Collection[str],
+    describe: Callable[[str], str],
+    *,
+    force: bool,
+) -> Callable[[str], str]:
+    """Make the paths the record cannot vouch for conflicts; return how each is named.
+
+    A step whose end was never seen (a denied or failed command, finished later) took in
+    whatever changed while it was open: the record says the turn left those states, but
+    a person may have. Each is a conflict, named as such, written only with ``force``.
+    """
+    flagged = {m.path for m in checked.todo if m.path in unconfirmed}
+    if flagged:
+        checked.conflicts = sorted(set(checked.conflicts) | flagged)
+        if not force:
+            checked.todo = [m for m in checked.todo if m.path not in flagged]
+
+    def named(p: str) -> str:
+        if p in flagged:
+            return f"{p} changed in a step whose end was never seen (unconfirmed)"
+        return describe(p)
+
+    return named
 
 
 def _before_run(store: Store, previous: dict[str, Any] | None) -> Callable[[str], Entry | None]:
@@ -425,7 +495,9 @@ def _planned(
     actions: dict[str, PlanAction] = {}
     restored = []
     for m in checked.todo:
-        folder = any(e is not None and e.kind == DIR for e in (m.now, m.write))
+        # Named as the operation names it: a folder where one is made (or removed).
+        made = m.write if m.write is not None else m.now
+        folder = made is not None and made.kind == DIR
         restored.append(m.path + "/" if folder else m.path)
         actions[m.path] = "A" if m.write is None else "D" if m.now is None else "M"
     preview: list[bytes] = []
@@ -472,6 +544,7 @@ def undo(
     force: bool = False,
     merge: MergeOption = False,
     dry_run: bool = False,
+    plan: str | None = None,
 ) -> TurnOpResult:
     """Take back a turn (the last one that changed something, or ``turn``), or one file of it.
 
@@ -484,6 +557,7 @@ def undo(
         force: overwrite files changed since the turn.
         merge: merge files changed since the turn (see :func:`_run`).
         dry_run: plan only (nothing is written, no snapshot is taken).
+        plan: the token of a plan (a dry run's): do exactly that plan or refuse.
 
     Raises:
         ConflictError: a file changed after the turn (and ``force`` is false).
@@ -523,6 +597,7 @@ def undo(
             if not changes:
                 raise UsageError(f"turn {t.n} did not change {file}")
         n = t.n
+        doubted = _unconfirmed(store, session, [n])
 
         def on_done(meta: Meta) -> None:
             if file is None:
@@ -544,6 +619,8 @@ def undo(
             merge=merge,
             labels=(f"turn {n}", f"before turn {n}"),
             dry_run=dry_run,
+            plan=plan,
+            unconfirmed=doubted,
         )
 
 
@@ -574,6 +651,7 @@ def redo(
     force: bool = False,
     merge: MergeOption = False,
     dry_run: bool = False,
+    plan: str | None = None,
 ) -> TurnOpResult:
     """Bring back what the last undo still to be redone took back.
 
@@ -595,7 +673,7 @@ def redo(
         op_id, turns, pre, data = op.id, op.turns, op.pre, op.data
         if op.kind == "undo-file":
             return _redo_file(
-                rec, session, op_id, pre, data, force=force, merge=merge, dry_run=dry_run
+                rec, session, op_id, pre, data, force=force, merge=merge, dry_run=dry_run, plan=plan
             )
         n = turns[0]
         file = data.get("file")
@@ -635,6 +713,7 @@ def redo(
             merge=merge,
             labels=(f"undo of turn {n}", f"turn {n}"),
             dry_run=dry_run,
+            plan=plan,
         )
 
 
@@ -648,6 +727,7 @@ def _redo_file(
     force: bool,
     merge: MergeOption,
     dry_run: bool,
+    plan: str | None,
 ) -> TurnOpResult:
     """Bring back what a one-file undo took back: the file as it was when the undo began."""
     store = rec.store
@@ -675,6 +755,7 @@ def _redo_file(
         merge=merge,
         labels=("its undo", "before its undo"),
         dry_run=dry_run,
+        plan=plan,
     )
 
 
@@ -686,6 +767,7 @@ def revert(
     force: bool = False,
     merge: MergeOption = False,
     dry_run: bool = False,
+    plan: str | None = None,
 ) -> TurnOpResult:
     """Take back every turn after ``to_turn`` at once (or move a standing revert there).
 
@@ -711,7 +793,7 @@ def revert(
         standing = store.meta.ops(session, kind="revert", state="active")
         if standing:
             return _move_revert(
-                rec, session, all_turns, standing[0], to_turn, force, merge, dry_run
+                rec, session, all_turns, standing[0], to_turn, force, merge, dry_run, plan
             )
         turns = [t for t in all_turns if t.n > to_turn and t.state == "done"]
         if not turns:
@@ -742,6 +824,7 @@ def revert(
             prune=True,
             data={"to_turn": to_turn},
             on_done=on_done,
+            unconfirmed=_unconfirmed(store, session, nums),
             created=lambda _p: True,  # nothing there before: the turn's own
             merge=merge,
             labels=(
@@ -749,6 +832,7 @@ def revert(
                 f"turn {to_turn}" if to_turn else "before turn 1",
             ),
             dry_run=dry_run,
+            plan=plan,
         )
 
 
@@ -761,6 +845,7 @@ def _move_revert(
     force: bool,
     merge: MergeOption,
     dry_run: bool,
+    plan: str | None,
 ) -> TurnOpResult:
     """Move a standing revert to ``to_turn``: the state that turn left, exactly."""
     store = rec.store
@@ -810,6 +895,7 @@ def _move_revert(
         merge=merge,
         labels=(f"revert to turn {old_to}", f"turn {to_turn}" if to_turn else "before turn 1"),
         dry_run=dry_run,
+        plan=plan,
     )
 
 
@@ -820,6 +906,7 @@ def unrevert(
     force: bool = False,
     merge: MergeOption = False,
     dry_run: bool = False,
+    plan: str | None = None,
 ) -> TurnOpResult:
     """Put back what the standing revert took back, as the files were when it began.
 
@@ -865,104 +952,8 @@ def unrevert(
             merge=merge,
             labels=("the revert", "before the revert"),
             dry_run=dry_run,
+            plan=plan,
         )
-
-
-def recorded_state(store: Store, session: str, path: str) -> tuple[str | None, Entry | None]:
-    """Return what the session's record says ``path`` holds now, and what left it so.
-
-    The newest of: what a turn left there (its change list), what an undo, redo, revert,
-    unrevert or one-file undo wrote there, and, for a session without turns, what a
-    command step outside any turn left.
-
-    Returns:
-        (source, state): ``source`` names what left the state (``turn 3``, ``the undo of
-        turn 3``, ``step 5``), None when the session never recorded the path.
-    """
-    meta = store.meta
-    ended = meta.turn_end_times(session)
-    seen: list[tuple[float, str, Entry | None]] = []
-    for t in _turns(store, session):
-        for p, _before, after in _changes(store, session, t.n):
-            if p == path:
-                seen.append((ended.get(t.n, 0.0), f"turn {t.n}", after))
-    times = meta.op_times(session)
-    for op in meta.ops(session):
-        wrote = op.data.get("wrote")
-        if isinstance(wrote, dict) and path in wrote:
-            of = f" of turn {', '.join(map(str, op.turns))}" if op.turns else ""
-            seen.append((times.get(op.id, 0.0), f"the {op.kind}{of}", decode_state(wrote[path])))
-    if seen:
-        _at, source, state = max(seen, key=lambda x: x[0])
-        return source, state
-    for st in reversed(meta.steps(session)):
-        if st.turn is None and st.after is not None:
-            if _step_changed(store, st.before, st.after, path):
-                after_tree = _tree_of(store, st.after)
-                assert after_tree is not None
-                return f"step {st.n}", lookup(store.objects.get_tree, after_tree, path)
-    return None, None
-
-
-def _step_changed(store: Store, before: str | None, after: str | None, path: str) -> bool:
-    """Whether the snapshots before and after a step differ at ``path``."""
-    a, b = _tree_of(store, before), _tree_of(store, after)
-    return bool(a and b) and any(
-        p == path for p, _x, _y in diff_trees(store.objects.get_tree, a, b)
-    )
-
-
-def _first_change(
-    store: Store, session: str, path: str, open_turn: int | None = None
-) -> tuple[str, str | None, Entry | None]:
-    """Return (ref, snapshot before, state before) of the session's first change to ``path``.
-
-    ``open_turn``: a turn still open whose touches count (its first touch of the path
-    kept the state before it).
-
-    Raises:
-        UsageError: the session did not change the path.
-    """
-    for t in _turns(store, session):
-        for p, before, _after in _changes(store, session, t.n):
-            if p == path:
-                return f"turn:{t.n}", t.before, before
-    for st in store.meta.steps(session):
-        if st.turn is None and st.before and _step_changed(store, st.before, st.after, path):
-            tree = _tree_of(store, st.before)
-            assert tree is not None
-            return st.before, st.before, lookup(store.objects.get_tree, tree, path)
-    if open_turn is not None:
-        kept = store.meta.touches(session, open_turn).get(path)
-        row = store.meta.turn_row(session, open_turn)
-        if kept is not None and row is not None:
-            return f"turn:{open_turn}", row.before, decode_state(kept.state)
-    info = store.meta.session(session)
-    if not _turns(store, session) and info is not None:
-        # No change list says when (an agent that takes checkpoints and edits with tools
-        # of its own): the snapshots do. The file first differs after the baseline, so
-        # the state before is the baseline's.
-        tree = _tree_of(store, info.baseline)
-        if tree is not None:
-            return info.baseline, info.baseline, lookup(store.objects.get_tree, tree, path)
-    raise UsageError(f"session {session!r} did not change {path}")
-
-
-def _last_recorded(
-    store: Store, session: str, path: str, before: Entry | None
-) -> tuple[str | None, Entry | None]:
-    """What the session's snapshots last saw at ``path``, when they saw it changed.
-
-    For a session without turns: a checkpoint taken after the agent's edit holds the
-    edit, and a change since is someone else's. While no snapshot of the session has
-    seen the path differ from ``before``, nothing says who changed it: (None, None).
-    """
-    for snap in store.meta.snapshots(session):
-        if snap.kind.startswith("pre-"):
-            continue  # taken by a take-back: it holds whatever was there, not a record
-        now = lookup(store.objects.get_tree, snap.tree, path)
-        return (f"the snapshot {snap.id[:10]}", now) if not same(now, before) else (None, None)
-    return None, None
 
 
 def undo_file(
@@ -974,6 +965,7 @@ def undo_file(
     open_turn: int | None = None,
     merge: MergeOption = False,
     dry_run: bool = False,
+    plan: str | None = None,
 ) -> TurnOpResult:
     """Put one file back as it was before the session first changed it.
 
@@ -990,12 +982,12 @@ def undo_file(
     store = rec.store
     check_relpath(path)
     with store.lock(exclusive=True):
-        ref, snap, before = _first_change(store, session, path, open_turn)
+        ref, snap, before = first_change(store, session, path, open_turn)
         source, now = recorded_state(store, session, path)
         if open_turn is not None and path in store.meta.touches(session, open_turn):
             source = None  # the open turn's own write, whatever it holds now
         elif source is None:
-            source, now = _last_recorded(store, session, path, before)
+            source, now = last_recorded(store, session, path, before)
         pairs: list[_Pair] | Callable[[str], list[_Pair]] = [(path, now, before)]
         if source is None:
             # Nobody recorded who changed it: whatever is there is expected (the snapshot
@@ -1018,6 +1010,7 @@ def undo_file(
             merge=merge,
             labels=(source or "the record", f"before {ref}"),
             dry_run=dry_run,
+            plan=plan,
         )
         result.ref = ref
         return result

@@ -4,7 +4,9 @@ A turn's change list is built from what is known of each path it affected: the s
 file tool's ``touch`` kept before the first write, or the state before a command that
 changed it (taken from the snapshots around the command). Edits nobody attributed to the
 turn (a person's, in another file) are never part of it, so undo leaves them alone.
-Folders a command made or removed are in it too (an empty folder is a change of its own).
+Folders a command made or removed are in it too (an empty folder is a change of its own),
+but not a folder that holds only what is out of scope (a tool's ignored cache): that is
+the command's ignored output, which no take-back removes.
 
 What the turn's start did not hold in scope it did not create: a path absent from the
 snapshot before a command, and left out by that snapshot's own ignore rules, is not
@@ -226,6 +228,7 @@ def join_command(
     tool_call_id: str | None,
     *,
     before_at: float | None = None,
+    unconfirmed: bool = False,
 ) -> list[tuple[str, Entry | None, Entry | None]]:
     """Add the paths a command changed to the turn, with their state before the command.
 
@@ -239,6 +242,9 @@ def join_command(
     or that an undo, redo or revert wrote while it ran and that still holds what it
     wrote, is left out too: with two conversations in one workspace, the other's write is not this
     command's change, and undo of this turn must not take it back.
+
+    ``unconfirmed``: the command's end was never seen (a denied or failed call, finished
+    later): what changed meanwhile may be anyone's, so its paths are marked so.
 
     Returns:
         (path, before, after) of every path that differs and joined the turn.
@@ -264,6 +270,8 @@ def join_command(
             continue
         if p in restored and same(decode_state(restored[p]), b):
             continue
+        if a is None and b is not None and b.kind == DIR and _holds_only_out_of_scope(store, p, b):
+            continue
         if a is None:
             from ._rewind import target_scope
 
@@ -276,8 +284,31 @@ def join_command(
             # A folder is kept as one (its mode), not as its tree: its files are changes
             # of their own.
             o = Entry(DIR, old.mode, "", 0) if old is not None and old.kind == DIR else old
-            store.meta.add_touch(session, turn, path, encode_state(o), tool_call_id, at=before_at)
+            store.meta.add_touch(
+                session,
+                turn,
+                path,
+                encode_state(o),
+                tool_call_id,
+                at=before_at,
+                unconfirmed=unconfirmed,
+            )
     return deltas
+
+
+def _holds_only_out_of_scope(store: Store, path: str, folder: Entry) -> bool:
+    """Whether a folder a command made holds nothing in scope, yet is not empty on disk.
+
+    Such a folder is the command's ignored output (``.pytest_cache/``, whose own
+    ``.gitignore`` leaves out all it holds): no take-back may remove what it holds, so it
+    is not the turn's change, and no plan lists it.
+    """
+    if folder.oid and store.objects.get_tree(folder.oid):
+        return False
+    try:
+        return bool(SafeRoot(store.root).listdir(path))
+    except (OSError, PathError):
+        return False
 
 
 def measure_turn(rec: Recording, session: str, turn: int) -> list[Change]:
@@ -340,6 +371,7 @@ def _change_rows(store: Store, opts: Options, session: str, turn: int) -> list[C
                 sha256=None if after is None or after.kind == DIR else after.oid,
                 undoable=undoable,
                 approximate=counts.approximate,
+                unconfirmed=kept.unconfirmed,
             )
         )
     return rows
@@ -355,6 +387,7 @@ def _change(r: ChangeRow) -> Change:
         r.undoable,
         change_kind(r.status, r.before, r.after),
         r.approximate,
+        r.unconfirmed,
     )
 
 
@@ -394,8 +427,16 @@ def finish_open_steps(rec: Recording, session: str, turn: int) -> list[int]:
             )
             with store.meta.tx():
                 store.meta.finish_step(session, st.n, after.id, None)
+            # Its end was never seen: what changed since it began may be anyone's.
             join_command(
-                rec, session, turn, before.tree, after.tree, None, before_at=before.created_at
+                rec,
+                session,
+                turn,
+                before.tree,
+                after.tree,
+                None,
+                before_at=before.created_at,
+                unconfirmed=True,
             )
         done.append(st.n)
     return done

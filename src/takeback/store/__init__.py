@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .._where import default_store_path
 from ._api import Meta, Objects, Store
-from ._copy import COPY_TABLES, LOCAL_SETTINGS
-from ._meta import ChangeRow, MetaStore, OpRow, TouchRow, TurnRow
+from ._copy import COPY_TABLES, LOCAL_SETTINGS, SEQ_COLUMNS
+from ._meta import ChangeRow, MetaStore, OpRow, Seqs, TouchRow, TurnRow
 from ._objects import ObjectRow, ObjectStore
 from ._open import find_database_root, is_database_url, local_store_path, open_store
 from ._pg_address import StoreAddress
@@ -27,6 +27,7 @@ from ._store import (
 __all__ = [
     "COPY_TABLES",
     "LOCAL_SETTINGS",
+    "SEQ_COLUMNS",
     "FORMAT_VERSION",
     "RESERVE_BYTES",
     "ChangeRow",
@@ -37,6 +38,7 @@ __all__ = [
     "ObjectStore",
     "Objects",
     "OpRow",
+    "Seqs",
     "Store",
     "StoreAddress",
     "TouchRow",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..model import Change, SessionInfo, SnapshotInfo, StepInfo, Tree
-    from ._meta import ChangeRow, OpRow, TouchRow, TurnRow
+    from ._meta import ChangeRow, OpRow, Seqs, TouchRow, TurnRow
     from ._objects import ObjectRow
 
 
@@ -149,6 +149,7 @@ class Meta(Protocol):
     def turn_row(self, session: str, n: int) -> TurnRow | None: ...  # noqa: D102
     def turn_rows(self, session: str) -> list[TurnRow]: ...  # noqa: D102
     def turn_end_times(self, session: str) -> dict[int, float]: ...  # noqa: D102
+    def turn_end_seqs(self, session: str) -> dict[int, int]: ...  # noqa: D102
     def add_turn(  # noqa: D102
         self, session: str, n: int, label: str, before: str | None, at: float
     ) -> None: ...
@@ -164,6 +165,7 @@ class Meta(Protocol):
         tool_call_id: str | None,
         *,
         at: float | None = None,
+        unconfirmed: bool = False,
     ) -> bool: ...
     def claimed_by_others(self, session: str, since: float) -> set[str]: ...  # noqa: D102
     def touches(self, session: str, turn: int) -> dict[str, TouchRow]: ...  # noqa: D102
@@ -183,6 +185,12 @@ class Meta(Protocol):
         self, session: str, kind: str | None = None, state: str | None = None
     ) -> list[OpRow]: ...
     def op_times(self, session: str) -> dict[int, float]: ...  # noqa: D102
+    def op_seqs(self, session: str) -> dict[int, int]: ...  # noqa: D102
+
+    # the store-wide sequence: snapshots, turns and ops are ordered by it, never by clock
+    def next_seq(self) -> int: ...  # noqa: D102
+    def history_seq(self) -> int: ...  # noqa: D102
+    def seqs(self) -> Seqs: ...  # noqa: D102
     def update_op(self, op_id: int, turns: list[int], data: dict[str, Any]) -> None: ...  # noqa: D102
     def set_op_state(self, op_id: int, state: str) -> None: ...  # noqa: D102
 

@@ -26,11 +26,23 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "duration_ms",
         "unreadable",
         "unreadable_count",
+        "seq",
     ),
     "sessions": ("name", "baseline", "created_at"),
     "steps": ("session", "n", "turn", "before", "after", "label", "exit_code", "command"),
-    "turns": ("session", "n", "label", "before", "after", "state", "begun_at", "ended_at"),
-    "touches": ("session", "turn", "path", "state", "tool_call_id", "at"),
+    "turns": (
+        "session",
+        "n",
+        "label",
+        "before",
+        "after",
+        "state",
+        "begun_at",
+        "ended_at",
+        "begun_seq",
+        "ended_seq",
+    ),
+    "touches": ("session", "turn", "path", "state", "tool_call_id", "at", "unconfirmed"),
     "changes": (
         "session",
         "turn",
@@ -43,8 +55,17 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "sha256",
         "undoable",
         "approximate",
+        "unconfirmed",
     ),
-    "ops": ("session", "kind", "turns", "pre", "data", "state", "created_at"),
+    "ops": ("session", "kind", "turns", "pre", "data", "state", "created_at", "seq"),
+}
+
+#: table -> the columns that hold numbers of the store-wide sequence: a copy gives them
+#: the target's own numbers, in the same order
+SEQ_COLUMNS: dict[str, tuple[str, ...]] = {
+    "snapshots": ("seq",),
+    "turns": ("begun_seq", "ended_seq"),
+    "ops": ("seq",),
 }
 
 #: settings that belong to one store, not to the history it holds

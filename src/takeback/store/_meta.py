@@ -28,8 +28,10 @@ from ._sqlite import Tx, columns, damaged, db_path, tables
 
 #: The version of both databases' tables. 1: a store from before it counted columns,
 #: which may lack some of ``_ADDED_COLUMNS`` (and objects' delta columns); 2: has them all
-#: but ``changes.approximate``; 3: has it too.
-SCHEMA_VERSION = 3
+#: but ``changes.approximate``; 3: has it too; 4: turns and ops have their sequence
+#: numbers (``begun_seq``, ``ended_seq``, ``ops.seq``), and touches and changes say
+#: whether a step whose end was never seen brought them (``unconfirmed``).
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -76,6 +78,8 @@ CREATE TABLE IF NOT EXISTS turns(
     state TEXT NOT NULL,
     begun_at REAL NOT NULL,
     ended_at REAL,
+    begun_seq INTEGER,
+    ended_seq INTEGER,
     PRIMARY KEY(session, n)
 );
 CREATE TABLE IF NOT EXISTS touches(
@@ -85,6 +89,7 @@ CREATE TABLE IF NOT EXISTS touches(
     state TEXT,
     tool_call_id TEXT,
     at REAL NOT NULL DEFAULT 0,
+    unconfirmed INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY(session, turn, path)
 );
 CREATE TABLE IF NOT EXISTS changes(
@@ -99,6 +104,7 @@ CREATE TABLE IF NOT EXISTS changes(
     sha256 TEXT,
     undoable INTEGER NOT NULL,
     approximate INTEGER NOT NULL DEFAULT 0,
+    unconfirmed INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY(session, turn, path)
 );
 CREATE TABLE IF NOT EXISTS ops(
@@ -109,7 +115,8 @@ CREATE TABLE IF NOT EXISTS ops(
     pre TEXT REFERENCES snapshots(id),
     data TEXT NOT NULL,
     state TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    seq INTEGER
 );
 CREATE TABLE IF NOT EXISTS dircache(dir BLOB PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS kv(key TEXT PRIMARY KEY, value BLOB NOT NULL);
@@ -135,6 +142,33 @@ _ADDED_COLUMNS = (
     ("snapshots", "unreadable", "TEXT NOT NULL DEFAULT '[]'"),
     ("snapshots", "unreadable_count", "INTEGER NOT NULL DEFAULT 0"),
     ("changes", "approximate", "INTEGER NOT NULL DEFAULT 0"),
+    ("turns", "begun_seq", "INTEGER"),
+    ("turns", "ended_seq", "INTEGER"),
+    ("ops", "seq", "INTEGER"),
+    ("touches", "unconfirmed", "INTEGER NOT NULL DEFAULT 0"),
+    ("changes", "unconfirmed", "INTEGER NOT NULL DEFAULT 0"),
+)
+
+#: The store-wide sequence: the snapshots' own (``sqlite_sequence``), from which turns
+#: and ops take their numbers too, so that one order holds for all three, whatever the
+#: clock says. (The row is there once the first snapshot was written; before that, the
+#: first number is 1.)
+_NEXT_SEQ = "UPDATE sqlite_sequence SET seq = seq + 1 WHERE name='snapshots' RETURNING seq"
+
+#: A store from before sequence numbers: each turn and op is given the number of the
+#: snapshot taken just before it (its own, or the newest by time), the best order known.
+_BACKFILL_SEQ = (
+    "UPDATE turns SET begun_seq = COALESCE("
+    "(SELECT seq FROM snapshots s WHERE s.id = turns.before), "
+    "(SELECT MAX(seq) FROM snapshots s WHERE s.created_at <= turns.begun_at), 0) "
+    "WHERE begun_seq IS NULL",
+    "UPDATE turns SET ended_seq = COALESCE("
+    "(SELECT MAX(seq) FROM snapshots s WHERE s.created_at <= turns.ended_at), 0) "
+    "WHERE ended_seq IS NULL AND ended_at IS NOT NULL",
+    "UPDATE ops SET seq = COALESCE("
+    "(SELECT seq FROM snapshots s WHERE s.id = ops.pre), "
+    "(SELECT MAX(seq) FROM snapshots s WHERE s.created_at <= ops.created_at), 0) "
+    "WHERE seq IS NULL",
 )
 
 #: Opening a store: its version, and whether every table is there, in one query.
@@ -149,6 +183,20 @@ _SNAP_COLS = (
     "id, tree, created_at, kind, session, turn, step, message, files, skipped, "
     "skipped_count, duration_ms, unreadable, unreadable_count"
 )
+
+
+class Seqs(NamedTuple):
+    """The store-wide sequence numbers of the history's rows.
+
+    Attributes:
+        snapshots: snapshot id -> its number.
+        turns: (session, n) -> (the number it began at, the one it ended at or None).
+        ops: op id -> its number.
+    """
+
+    snapshots: dict[str, int]
+    turns: dict[tuple[str, int], tuple[int, int | None]]
+    ops: dict[int, int]
 
 
 class TurnRow(NamedTuple):
@@ -175,10 +223,13 @@ class TouchRow(NamedTuple):
     Attributes:
         state: the path's state before the turn, encoded (None: there was nothing).
         tool_call_id: the one tool call that changed it (None: unknown, or several).
+        unconfirmed: a command step whose end was never seen changed it (a denied or
+            failed call): what it holds may be anyone's.
     """
 
     state: str | None
     tool_call_id: str | None
+    unconfirmed: bool = False
 
 
 class ChangeRow(NamedTuple):
@@ -194,6 +245,7 @@ class ChangeRow(NamedTuple):
         sha256: the content the turn left (None for a deletion or a folder).
         undoable: false when the state before was never kept (over the size limit).
         approximate: the line counts are an upper bound, not git's.
+        unconfirmed: a step whose end was never seen changed it (see ``TouchRow``).
     """
 
     path: str
@@ -205,6 +257,7 @@ class ChangeRow(NamedTuple):
     sha256: str | None
     undoable: bool
     approximate: bool = False
+    unconfirmed: bool = False
 
 
 class OpRow(NamedTuple):
@@ -273,9 +326,11 @@ def change_row(r: Sequence[Any]) -> ChangeRow:
     """Type a ``changes`` row as both stores select it.
 
     Its columns: path, status, added, removed, before, after, sha256, undoable,
-    approximate.
+    approximate, unconfirmed.
     """
-    return ChangeRow(_path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), bool(r[8]))
+    return ChangeRow(
+        _path(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), bool(r[8]), bool(r[9])
+    )
 
 
 def changes_of(rows: Iterable[ChangeRow]) -> list[Change]:
@@ -290,6 +345,7 @@ def changes_of(rows: Iterable[ChangeRow]) -> list[Change]:
             undoable=r.undoable,
             kind=change_kind(r.status, r.before, r.after),
             approximate=r.approximate,
+            unconfirmed=r.unconfirmed,
         )
         for r in rows
     ]
@@ -368,8 +424,34 @@ class MetaStore:
         return [(t, c, d) for t, c, d in _ADDED_COLUMNS if c not in columns(self.conn, t)]
 
     def _add_columns(self, missing: Iterable[tuple[str, str, str]]) -> None:
+        added = False
         for table, column, decl in missing:
             self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+            added = added or column.endswith("seq")
+        if added:
+            for sql in _BACKFILL_SEQ:
+                self.conn.execute(sql)
+
+    def next_seq(self) -> int:
+        """Hand out the next number of the store-wide sequence (snapshots, turns, ops)."""
+        row = self.conn.execute(_NEXT_SEQ).fetchone()
+        if row is not None:
+            return int(row[0])
+        self.conn.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('snapshots', 1)")
+        return 1
+
+    def history_seq(self) -> int:
+        """The sequence number of the history's last change: a turn begun or ended, an op.
+
+        What take-backs decide from (which turn is last, what can be redone) changes only
+        with one of these, so a plan made at one number still holds while it stays.
+        """
+        row = self.conn.execute(
+            "SELECT MAX(COALESCE((SELECT MAX(begun_seq) FROM turns), 0), "
+            "COALESCE((SELECT MAX(ended_seq) FROM turns), 0), "
+            "COALESCE((SELECT MAX(seq) FROM ops), 0))"
+        ).fetchone()
+        return int(row[0] or 0)
 
     def tx(self) -> Tx:
         """Return a write transaction context."""
@@ -606,8 +688,8 @@ class MetaStore:
     def last_ended_turn_session(self) -> str | None:
         """Return the session of the turn that ended last (None: no turn has ended)."""
         row = self.conn.execute(
-            "SELECT session FROM turns WHERE ended_at IS NOT NULL "
-            "ORDER BY ended_at DESC, rowid DESC LIMIT 1"
+            "SELECT session FROM turns WHERE ended_seq IS NOT NULL "
+            "ORDER BY ended_seq DESC, rowid DESC LIMIT 1"
         ).fetchone()
         return None if row is None else str(row[0])
 
@@ -666,6 +748,16 @@ class MetaStore:
             )
         ]
 
+    def turn_end_seqs(self, session: str) -> dict[int, int]:
+        """Return the sequence number at which each ended turn of the session ended."""
+        return {
+            int(r[0]): int(r[1])
+            for r in self.conn.execute(
+                "SELECT n, ended_seq FROM turns WHERE session=? AND ended_seq IS NOT NULL",
+                (session,),
+            )
+        }
+
     def turn_end_times(self, session: str) -> dict[int, float]:
         """Return when each ended turn of the session ended."""
         return {
@@ -677,10 +769,11 @@ class MetaStore:
         }
 
     def add_turn(self, session: str, n: int, label: str, before: str | None, at: float) -> None:
-        """Open a turn."""
+        """Open a turn (it takes the store-wide sequence's next number)."""
         self.conn.execute(
-            "INSERT INTO turns(session, n, label, before, state, begun_at) VALUES (?,?,?,?,?,?)",
-            (session, n, label, before, "open", at),
+            "INSERT INTO turns(session, n, label, before, state, begun_at, begun_seq) "
+            "VALUES (?,?,?,?,?,?,?)",
+            (session, n, label, before, "open", at, self.next_seq()),
         )
 
     def set_turn_state(
@@ -693,8 +786,8 @@ class MetaStore:
             )
         else:
             self.conn.execute(
-                "UPDATE turns SET state=?, ended_at=? WHERE session=? AND n=?",
-                (state, ended, session, n),
+                "UPDATE turns SET state=?, ended_at=?, ended_seq=? WHERE session=? AND n=?",
+                (state, ended, self.next_seq(), session, n),
             )
 
     def add_touch(
@@ -706,23 +799,29 @@ class MetaStore:
         tool_call_id: str | None,
         *,
         at: float | None = None,
+        unconfirmed: bool = False,
     ) -> bool:
         """Keep a file's state before the turn's first write; return False if already kept.
 
         A path already kept keeps its state, unless this one was seen earlier (``at``, by
         default now): the earliest state is the one before the turn. If this touch comes
         from another tool call (or from an unknown one), the change is no longer one
-        call's and its id is dropped.
+        call's and its id is dropped. ``unconfirmed`` (a step whose end was never seen
+        changed the path) stays once said.
         """
         when = time.time() if at is None else at
         key = (session, turn, os.fsencode(path))
         cur = self.conn.execute(
-            "INSERT OR IGNORE INTO touches(session, turn, path, state, tool_call_id, at) "
-            "VALUES (?,?,?,?,?,?)",
-            (*key, state, tool_call_id, when),
+            "INSERT OR IGNORE INTO touches(session, turn, path, state, tool_call_id, at, "
+            "unconfirmed) VALUES (?,?,?,?,?,?,?)",
+            (*key, state, tool_call_id, when, int(unconfirmed)),
         )
         if cur.rowcount > 0:
             return True
+        if unconfirmed:
+            self.conn.execute(
+                "UPDATE touches SET unconfirmed=1 WHERE session=? AND turn=? AND path=?", key
+            )
         self.conn.execute(
             "UPDATE touches SET state=?, at=? WHERE session=? AND turn=? AND path=? AND at>?",
             (state, when, *key, when),
@@ -750,17 +849,17 @@ class MetaStore:
     def touches(self, session: str, turn: int) -> dict[str, TouchRow]:
         """Return what a turn kept of each path it touched, by path."""
         rows = self.conn.execute(
-            "SELECT path, state, tool_call_id FROM touches WHERE session=? AND turn=?",
+            "SELECT path, state, tool_call_id, unconfirmed FROM touches WHERE session=? AND turn=?",
             (session, turn),
         )
-        return {_path(r[0]): TouchRow(r[1], r[2]) for r in rows}
+        return {_path(r[0]): TouchRow(r[1], r[2], bool(r[3])) for r in rows}
 
     def set_changes(self, session: str, turn: int, rows: Iterable[ChangeRow]) -> None:
         """Replace a turn's change list."""
         self.conn.execute("DELETE FROM changes WHERE session=? AND turn=?", (session, turn))
         self.conn.executemany(
             "INSERT INTO changes(session, turn, path, status, added, removed, before, after, "
-            "sha256, undoable, approximate) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "sha256, undoable, approximate, unconfirmed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
                     session,
@@ -774,6 +873,7 @@ class MetaStore:
                     r.sha256,
                     int(r.undoable),
                     int(r.approximate),
+                    int(r.unconfirmed),
                 )
                 for r in rows
             ],
@@ -782,8 +882,8 @@ class MetaStore:
     def change_rows(self, session: str, turn: int) -> list[ChangeRow]:
         """Return a turn's change list as stored (states encoded), in path order."""
         rows = self.conn.execute(
-            "SELECT path, status, added, removed, before, after, sha256, undoable, approximate "
-            "FROM changes "
+            "SELECT path, status, added, removed, before, after, sha256, undoable, approximate, "
+            "unconfirmed FROM changes "
             "WHERE session=? AND turn=? ORDER BY path",
             (session, turn),
         )
@@ -804,9 +904,18 @@ class MetaStore:
     ) -> int:
         """Record an undo, redo, revert or unrevert (state ``active``); return its id."""
         cur = self.conn.execute(
-            "INSERT INTO ops(session, kind, turns, pre, data, state, created_at) "
-            "VALUES (?,?,?,?,?,?,?)",
-            (session, kind, json.dumps(turns), pre, json.dumps(data), "active", at),
+            "INSERT INTO ops(session, kind, turns, pre, data, state, created_at, seq) "
+            "VALUES (?,?,?,?,?,?,?,?)",
+            (
+                session,
+                kind,
+                json.dumps(turns),
+                pre,
+                json.dumps(data),
+                "active",
+                at,
+                self.next_seq(),
+            ),
         )
         return int(cur.lastrowid or 0)
 
@@ -825,6 +934,13 @@ class MetaStore:
             OpRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5])
             for r in self.conn.execute(sql, args)
         ]
+
+    def op_seqs(self, session: str) -> dict[int, int]:
+        """Return the sequence number of each op of the session."""
+        return {
+            int(r[0]): int(r[1] or 0)
+            for r in self.conn.execute("SELECT id, seq FROM ops WHERE session=?", (session,))
+        }
 
     def op_times(self, session: str) -> dict[int, float]:
         """Return when each op of the session was recorded."""
@@ -878,6 +994,16 @@ class MetaStore:
                 "SELECT session, n, before, after, state, begun_at FROM turns ORDER BY session, n"
             )
         ]
+
+    def seqs(self) -> Seqs:
+        """Every snapshot's, turn's and op's sequence numbers (what gc orders by)."""
+        snaps = {str(r[0]): int(r[1]) for r in self.conn.execute("SELECT id, seq FROM snapshots")}
+        turns = {
+            (str(r[0]), int(r[1])): (int(r[2] or 0), None if r[3] is None else int(r[3]))
+            for r in self.conn.execute("SELECT session, n, begun_seq, ended_seq FROM turns")
+        }
+        ops_ = {int(r[0]): int(r[1] or 0) for r in self.conn.execute("SELECT id, seq FROM ops")}
+        return Seqs(snaps, turns, ops_)
 
     def all_steps(self) -> list[StepInfo]:
         """Return every step of every session."""

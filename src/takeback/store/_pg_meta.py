@@ -24,6 +24,7 @@ from ._meta import (
     ChangeRow,
     MetaStore,
     OpRow,
+    Seqs,
     TouchRow,
     TurnRow,
     _snap,
@@ -435,8 +436,8 @@ class PgMeta:
     def last_ended_turn_session(self) -> str | None:
         """Return the session of the turn that ended last (None: no turn has ended)."""
         row = self.pg.one(
-            "SELECT session FROM takeback.turns WHERE ws=%s AND ended_at IS NOT NULL "
-            "ORDER BY ended_at DESC, seq DESC LIMIT 1",
+            "SELECT session FROM takeback.turns WHERE ws=%s AND ended_seq IS NOT NULL "
+            "ORDER BY ended_seq DESC, seq DESC LIMIT 1",
             (self.pg.ws,),
         )
         return None if row is None else str(row[0])
@@ -495,6 +496,15 @@ class PgMeta:
         )
         return [TurnRow(*r) for r in rows]
 
+    def turn_end_seqs(self, session: str) -> dict[int, int]:
+        """Return the sequence number at which each ended turn of the session ended."""
+        rows = self.pg.run(
+            "SELECT n, ended_seq FROM takeback.turns "
+            "WHERE ws=%s AND session=%s AND ended_seq IS NOT NULL",
+            (self.pg.ws, session),
+        )
+        return {int(r[0]): int(r[1]) for r in rows}
+
     def turn_end_times(self, session: str) -> dict[int, float]:
         """Return when each ended turn of the session ended."""
         rows = self.pg.run(
@@ -507,8 +517,8 @@ class PgMeta:
     def add_turn(self, session: str, n: int, label: str, before: str | None, at: float) -> None:
         """Open a turn."""
         self.pg.run(
-            "INSERT INTO takeback.turns(ws, session, n, label, before, state, begun_at) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s)",
+            "INSERT INTO takeback.turns(ws, session, n, label, before, state, begun_at, "
+            f"begun_seq) VALUES (%s,%s,%s,%s,%s,%s,%s,{_NEXT_SEQ})",
             (self.pg.ws, session, n, label, before, "open", at),
         )
 
@@ -523,7 +533,7 @@ class PgMeta:
             )
         else:
             self.pg.run(
-                "UPDATE takeback.turns SET state=%s, ended_at=%s "
+                f"UPDATE takeback.turns SET state=%s, ended_at=%s, ended_seq={_NEXT_SEQ} "
                 "WHERE ws=%s AND session=%s AND n=%s",
                 (state, ended, self.pg.ws, session, n),
             )
@@ -537,6 +547,7 @@ class PgMeta:
         tool_call_id: str | None,
         *,
         at: float | None = None,
+        unconfirmed: bool = False,
     ) -> bool:
         """Keep a file's state before the turn's first write; return False if already kept.
 
@@ -545,12 +556,18 @@ class PgMeta:
         when = time.time() if at is None else at
         key = (self.pg.ws, session, turn, os.fsencode(path))
         cur = self.pg.run(
-            "INSERT INTO takeback.touches(ws, session, turn, path, state, tool_call_id, at) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
-            (*key, state, tool_call_id, when),
+            "INSERT INTO takeback.touches(ws, session, turn, path, state, tool_call_id, at, "
+            "unconfirmed) VALUES (%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
+            (*key, state, tool_call_id, when, int(unconfirmed)),
         )
         if cur.rowcount > 0:
             return True
+        if unconfirmed:
+            self.pg.run(
+                "UPDATE takeback.touches SET unconfirmed=1 "
+                "WHERE ws=%s AND session=%s AND turn=%s AND path=%s",
+                key,
+            )
         self.pg.run(
             "UPDATE takeback.touches SET state=%s, at=%s "
             "WHERE ws=%s AND session=%s AND turn=%s AND path=%s AND at>%s",
@@ -577,11 +594,11 @@ class PgMeta:
     def touches(self, session: str, turn: int) -> dict[str, TouchRow]:
         """Return what a turn kept of each path it touched, by path."""
         rows = self.pg.run(
-            "SELECT path, state, tool_call_id FROM takeback.touches "
+            "SELECT path, state, tool_call_id, unconfirmed FROM takeback.touches "
             "WHERE ws=%s AND session=%s AND turn=%s",
             (self.pg.ws, session, turn),
         )
-        return {_path(r[0]): TouchRow(r[1], r[2]) for r in rows}
+        return {_path(r[0]): TouchRow(r[1], r[2], bool(r[3])) for r in rows}
 
     def set_changes(self, session: str, turn: int, rows: Iterable[ChangeRow]) -> None:
         """Replace a turn's change list."""
@@ -591,8 +608,8 @@ class PgMeta:
         )
         self.pg.many(
             "INSERT INTO takeback.changes(ws, session, turn, path, status, added, removed, "
-            "before, after, sha256, undoable, approximate) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+            "before, after, sha256, undoable, approximate, unconfirmed) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
             [
                 (
                     self.pg.ws,
@@ -607,6 +624,7 @@ class PgMeta:
                     r.sha256,
                     int(r.undoable),
                     int(r.approximate),
+                    int(r.unconfirmed),
                 )
                 for r in rows
             ],
@@ -615,8 +633,9 @@ class PgMeta:
     def change_rows(self, session: str, turn: int) -> list[ChangeRow]:
         """Return a turn's change list as stored (states encoded), in path order."""
         rows = self.pg.run(
-            "SELECT path, status, added, removed, before, after, sha256, undoable, approximate "
-            "FROM takeback.changes WHERE ws=%s AND session=%s AND turn=%s ORDER BY path",
+            "SELECT path, status, added, removed, before, after, sha256, undoable, approximate, "
+            "unconfirmed FROM takeback.changes WHERE ws=%s AND session=%s AND turn=%s "
+            "ORDER BY path",
             (self.pg.ws, session, turn),
         )
         return [change_row(r) for r in rows]
@@ -636,8 +655,8 @@ class PgMeta:
     ) -> int:
         """Record an undo, redo, revert or unrevert (state ``active``); return its id."""
         row = self.pg.one(
-            "INSERT INTO takeback.ops(ws, session, kind, turns, pre, data, state, created_at) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+            "INSERT INTO takeback.ops(ws, session, kind, turns, pre, data, state, created_at, "
+            f"seq) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,{_NEXT_SEQ}) RETURNING id",
             (self.pg.ws, session, kind, json.dumps(turns), pre, json.dumps(data), "active", at),
         )
         return int(row[0])
@@ -659,6 +678,48 @@ class PgMeta:
             OpRow(int(r[0]), r[1], json.loads(r[2]), r[3], json.loads(r[4]), r[5])
             for r in self.pg.run(sql, args)
         ]
+
+    def op_seqs(self, session: str) -> dict[int, int]:
+        """Return the sequence number of each op of the session."""
+        rows = self.pg.run(
+            "SELECT id, seq FROM takeback.ops WHERE ws=%s AND session=%s",
+            (self.pg.ws, session),
+        )
+        return {int(r[0]): int(r[1] or 0) for r in rows}
+
+    def next_seq(self) -> int:
+        """Hand out the next number of the store-wide sequence (snapshots, turns, ops)."""
+        row = self.pg.one(f"SELECT {_NEXT_SEQ}", ())
+        return int(row[0])
+
+    def history_seq(self) -> int:
+        """The sequence number of the history's last change: a turn begun or ended, an op."""
+        row = self.pg.one(
+            "SELECT GREATEST("
+            "(SELECT MAX(GREATEST(begun_seq, COALESCE(ended_seq, 0))) FROM takeback.turns "
+            "WHERE ws=%s), (SELECT MAX(seq) FROM takeback.ops WHERE ws=%s), 0)",
+            (self.pg.ws, self.pg.ws),
+        )
+        return int(row[0] or 0)
+
+    def seqs(self) -> Seqs:
+        """Every snapshot's, turn's and op's sequence numbers (what gc orders by)."""
+        ws = self.pg.ws
+        snaps = {
+            str(r[0]): int(r[1])
+            for r in self.pg.run("SELECT id, seq FROM takeback.snapshots WHERE ws=%s", (ws,))
+        }
+        turns = {
+            (str(r[0]), int(r[1])): (int(r[2] or 0), None if r[3] is None else int(r[3]))
+            for r in self.pg.run(
+                "SELECT session, n, begun_seq, ended_seq FROM takeback.turns WHERE ws=%s", (ws,)
+            )
+        }
+        ops_ = {
+            int(r[0]): int(r[1] or 0)
+            for r in self.pg.run("SELECT id, seq FROM takeback.ops WHERE ws=%s", (ws,))
+        }
+        return Seqs(snaps, turns, ops_)
 
     def op_times(self, session: str) -> dict[int, float]:
         """Return when each op of the session was recorded."""
@@ -821,6 +882,10 @@ class PgMeta:
             [(self.pg.ws, *r) for r in rows],
         )
 
+
+#: The store-wide sequence: the snapshots' own, from which turns and ops take their
+#: numbers too (one order for all three, whatever the clock says).
+_NEXT_SEQ = "nextval(pg_get_serial_sequence('takeback.snapshots', 'seq'))"
 
 #: how a table's rows are read in the order they were written (else by their key)
 _COPY_ORDER = {"meta": "key", "snapshots": "seq", "turns": "seq", "ops": "id"}

@@ -15,7 +15,7 @@ database whose version is newer than this takeback knows is refused.
 from __future__ import annotations
 
 #: the schema version this takeback writes (the length of ``MIGRATIONS``)
-PG_SCHEMA_VERSION = 2
+PG_SCHEMA_VERSION = 3
 
 #: advisory lock keys (the first int of the two-int form; the second is the workspace)
 LOCK_WORKSPACE = 0x7462_0001  # session-held: shared for snapshots, exclusive for restores
@@ -177,6 +177,33 @@ CREATE INDEX ops_pre ON takeback.ops(ws, pre);
 CREATE INDEX sessions_baseline ON takeback.sessions(ws, baseline);
 """
 
+# Version 3: turns and ops take numbers from the snapshots' sequence, so that snapshots,
+# turns and ops have one order whatever the clock says ("newest", "ended last", gc's
+# newest turns); touches and changes say whether a step whose end was never seen
+# brought them (``unconfirmed``). Rows from before are given the number of the snapshot
+# taken just before them (their own, or the newest by time), the best order known.
+_V3 = """
+ALTER TABLE takeback.turns ADD COLUMN begun_seq BIGINT;
+ALTER TABLE takeback.turns ADD COLUMN ended_seq BIGINT;
+ALTER TABLE takeback.ops ADD COLUMN seq BIGINT;
+ALTER TABLE takeback.touches ADD COLUMN unconfirmed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE takeback.changes ADD COLUMN unconfirmed INTEGER NOT NULL DEFAULT 0;
+UPDATE takeback.turns t SET begun_seq = COALESCE(
+    (SELECT s.seq FROM takeback.snapshots s WHERE s.ws = t.ws AND s.id = t.before),
+    (SELECT MAX(s.seq) FROM takeback.snapshots s
+     WHERE s.ws = t.ws AND s.created_at <= t.begun_at),
+    0);
+UPDATE takeback.turns t SET ended_seq = COALESCE(
+    (SELECT MAX(s.seq) FROM takeback.snapshots s
+     WHERE s.ws = t.ws AND s.created_at <= t.ended_at),
+    0) WHERE t.ended_at IS NOT NULL;
+UPDATE takeback.ops o SET seq = COALESCE(
+    (SELECT s.seq FROM takeback.snapshots s WHERE s.ws = o.ws AND s.id = o.pre),
+    (SELECT MAX(s.seq) FROM takeback.snapshots s
+     WHERE s.ws = o.ws AND s.created_at <= o.created_at),
+    0);
+"""
+
 #: MIGRATIONS[i] brings a database from version i to i + 1 (0: no schema at all). A new
 #: version appends its statements here; an old one is never edited.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)

@@ -564,9 +564,19 @@ async function confirmPlan() {
   confirm.disabled = true;
   let r;
   try {
-    r = await post("/api/apply", { ...pending.args, force: $("#force").checked, merge: $("#merge").checked });
+    r = await post("/api/apply", { ...pending.args, plan: pending.plan && pending.plan.token,
+      force: $("#force").checked, merge: $("#merge").checked });
   } catch (err) {
     const doc = err.doc || {};
+    if (doc.error === "StalePlanError") {
+      // The workspace or the history moved since the plan shown: nothing was written.
+      // Show the plan as it is now, for the person to confirm again (or not).
+      await showPlan();
+      $("#plan-body").prepend(h("div", { class: "warnbox", id: "plan-stale" },
+        `${doc.message}. This is the plan now.`));
+      await refresh();
+      return;
+    }
     put(body, h("div", { class: "error", id: "apply-error" }, doc.message || err.message));
     confirm.hidden = true;
     $("#plan-cancel").textContent = "Close";
