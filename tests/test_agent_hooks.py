@@ -326,7 +326,13 @@ def test_a_command_whose_end_never_comes_ends_with_the_turn(
     (ws_dir / "notes.txt").write_text("edited after the reply\n")
     changes = json.loads(tb("changes", "--json").stdout)
     assert {c["path"] for c in changes["changes"]} == {"app.py", "out", "out/log.txt"}
-    tb("undo")
+    # SPEC ("Take-backs do what they showed"): a step whose end was never seen has
+    # changes takeback cannot attribute: conflicts, named, nothing written, unless forced.
+    assert all(c["unconfirmed"] for c in changes["changes"])
+    refused = tb("undo", check=3)
+    assert "app.py changed in a step whose end was never seen" in refused.stderr
+    assert (ws_dir / "out").exists()
+    tb("undo", "--force")
     assert (ws_dir / "notes.txt").read_text() == "edited after the reply\n"
     assert not (ws_dir / "out").exists()
 

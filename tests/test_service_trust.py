@@ -256,8 +256,11 @@ def test_the_service_answers_no_stranger(tb: CLI, ws_dir: Path, store_dir: Path)
                 c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 c.settimeout(5)
                 c.connect(f"/proc/self/fd/{dfd}/sock")
-                c.sendall(b'{"op": "status"}\n')
                 got = b""
+                try:
+                    c.sendall(b'{"op": "status"}\n')
+                except BrokenPipeError:
+                    pass  # closed before the question was sent: no answer either
                 try:
                     while chunk := c.recv(1 << 16):
                         got += chunk

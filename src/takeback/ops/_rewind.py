@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..errors import StoreError
 from ..model import Entry, Plan, PlanItem, SnapshotInfo
 from ..scan import TreeScope
 from ..store import Store
@@ -159,14 +160,18 @@ def rewind(
                 "paths": list(paths) if paths is not None else None,
             },
         )
-        record_after(
-            rec,
-            pre,
-            [m.path for m in checked.todo],
-            kind="after-rewind",
-            session=session,
-            message=f"after rewind to {target.id[:10]}",
-        )
+        try:
+            record_after(
+                rec,
+                pre,
+                [m.path for m in checked.todo],
+                kind="after-rewind",
+                session=session,
+                message=f"after rewind to {target.id[:10]}",
+            )
+        except StoreError as e:
+            # The writes are done: a store that fails now is exit 1 with the way back.
+            raise engine.not_recorded("rewind", e, done, pre.id) from e
     out = RewindOutcome(
         the_plan, pre.id, done.restored, done.not_restored, done.kept_dirs, done.left, token
     )

@@ -372,15 +372,20 @@ def _run(
         prune_to=target_tree if prune else None,
         claim=rec.claim,
     )
-    # What it wrote is recorded, so that ``status`` after it is clean.
-    record_after(
-        rec,
-        pre,
-        [m.path for m in checked.todo],
-        kind=f"after-{kind}",
-        session=session,
-        message=f"after {kind} of turn(s) {', '.join(map(str, turns))}",
-    )
+    # What it wrote is recorded, so that ``status`` after it is clean. The writes are
+    # done: a store that fails now (a lost connection, a full disk) is exit 1 with the
+    # way back, never "refused before writing anything".
+    try:
+        record_after(
+            rec,
+            pre,
+            [m.path for m in checked.todo],
+            kind=f"after-{kind}",
+            session=session,
+            message=f"after {kind} of turn(s) {', '.join(map(str, turns))}",
+        )
+    except StoreError as e:
+        raise engine.not_recorded(kind, e, done, pre.id) from e
     paths = [p.rstrip("/") for p in done.restored]
     first_pre = pre.id
     if resumed:
