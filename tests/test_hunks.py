@@ -149,3 +149,45 @@ def test_patch_mode_asks_hunk_by_hunk_on_a_terminal(tb: CLI, ws_dir: Path) -> No
     assert (ws_dir / "new.txt").exists()
     no_tty = tb("undo", "-p", check=2)
     assert "use --hunk" in no_tty.stderr
+
+
+def test_the_pages_hunk_control_writes_what_the_command_line_writes(
+    tmp_path: Path,
+) -> None:
+    """Twin workspaces, one hunk taken back by the page's control and by undo --hunk."""
+    from takeback.integrations._ui_api import UiApi, UiConfig
+
+    from ._ui import request, serve_ui
+
+    results = {}
+    for how in ("page", "cli"):
+        ws = tmp_path / how / "ws"
+        ws.mkdir(parents=True)
+        tb = CLI(ws, tmp_path / how / "store")
+        _turn(tb, ws)
+        later = EDITED.replace("30\n", "thirty (a person's)\n")
+        (ws / "a.txt").write_text(later)
+        if how == "cli":
+            tb("undo", "--hunk", "a.txt#3")
+        else:
+            api = UiApi(UiConfig(str(ws), str(tb.store), None))
+            planned = api.take_back("undo-hunk", {"turn": 1, "hunk": "a.txt#3"}, dry_run=True)
+            assert planned["actions"] == {"a.txt": "M"} and (ws / "a.txt").read_text() == later
+            with serve_ui(ws, tb.store) as srv:
+                headers = {"X-Takeback-Token": srv.token, "Content-Type": "application/json"}
+                status, body = request(
+                    srv.port,
+                    "/api/apply",
+                    method="POST",
+                    headers=headers,
+                    body={
+                        "op": "undo-hunk",
+                        "turn": 1,
+                        "hunk": "a.txt#3",
+                        "plan": planned["token"],
+                    },
+                )
+                assert status == 200, body
+        results[how] = (ws / "a.txt").read_bytes(), (ws / "new.txt").read_bytes()
+    assert results["page"] == results["cli"]
+    assert b"35\n" in results["cli"][0] and b"thirty (a person's)" in results["cli"][0]

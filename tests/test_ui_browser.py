@@ -352,3 +352,23 @@ def _span(r: list[int]) -> str:
 def _count(root: Path, store: Path, kind: str) -> int:
     with Workspace(root, store=store) as ws:
         return sum(1 for i in ws.log() if i.kind == kind)
+
+
+def test_a_hunk_of_a_turn_taken_back_from_its_own_control(
+    page: Page, ws_dir: Path, store_dir: Path
+) -> None:
+    record_three_turns(ws_dir, store_dir)
+    with serve_ui(ws_dir, store_dir) as ui:
+        page.goto(ui.url)
+        page.locator('[data-turn="3"]').click()
+        expect(page.locator("#detail h1")).to_have_text("Turn 3")
+        readme = page.locator('.file[data-path="README.md"]')
+        control = readme.locator('[data-action="undo-hunk"]')
+        expect(control).to_have_count(1)  # README.md's one hunk in turn 3
+        control.first.click()
+        expect(page.locator("#plan-summary")).to_contain_text("Would take back hunks of turn 3")
+        assert (ws_dir / "README.md").read_text() == README_1  # the plan writes nothing
+        shot(page, "hunk-plan")
+        page.locator("#plan-confirm").click()
+        expect(page.locator("#apply-result")).to_contain_text("Took back hunks of turn 3")
+    assert (ws_dir / "README.md").read_text() == README_0

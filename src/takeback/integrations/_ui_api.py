@@ -30,7 +30,16 @@ MAX_DIFF_PATCH = 4_000_000
 MAX_SHOW_BYTES = 2_000_000
 
 #: the operations the page can ask for (``rewind`` plans through its own dry run)
-OPS = ("undo", "undo-turn-file", "undo-file", "redo", "revert", "unrevert", "rewind")
+OPS = (
+    "undo",
+    "undo-turn-file",
+    "undo-hunk",
+    "undo-file",
+    "redo",
+    "revert",
+    "unrevert",
+    "rewind",
+)
 
 
 @dataclass(frozen=True)
@@ -221,7 +230,7 @@ class UiApi:
 
         Args:
             op: one of :data:`OPS`.
-            args: ``session``, ``turn``, ``file``, ``to_turn``, ``ref``, ``force``,
+            args: ``session``, ``turn``, ``file``, ``hunk``, ``to_turn``, ``ref``, ``force``,
                 ``merge`` (false, true or ``"markers"``: the library's ``merge``), and
                 ``plan``: the token of the plan the person confirmed.
             dry_run: only plan.
@@ -267,6 +276,18 @@ class UiApi:
                     file=_need(args, "file", str),
                     force=force,
                     merge=merge,
+                    dry_run=dry_run,
+                    plan=plan,
+                )
+            elif op == "undo-hunk":
+                # One hunk of a turn (``PATH#K``, as the turn's diff shows it), taken back
+                # by merge as the command line's ``undo --hunk``.
+                if force:
+                    raise UsageError("a hunk is taken back by merge, never forced")
+                result = s.undo(
+                    turn=_need(args, "turn", int),
+                    hunks=[_need(args, "hunk", str)],
+                    merge=merge or True,
                     dry_run=dry_run,
                     plan=plan,
                 )

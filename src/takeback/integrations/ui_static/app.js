@@ -246,7 +246,9 @@ async function renderTurn(box, n) {
       onclick: () => plan({ op: "undo-turn-file", turn: n, file: c.path }, `Undo ${c.path} of turn ${n}`) }, "Undo file"))));
   put(box, head, h("p", { class: "sub" }, t.label || "(no label)", " \u00b7 ", stat(t.files, t.added, t.removed)),
     actions, t.changes.length ? list : h("div", { class: "note" }, "This turn changed nothing."),
-    viewToggle(), ...diffFiles(d.files, `turn:${n}`, null));
+    viewToggle(), ...diffFiles(d.files, `turn:${n}`, null, true,
+      t.state === "done" ? (path, k) => plan({ op: "undo-hunk", turn: n, hunk: `${path}#${k}` },
+        `Undo hunk ${k} of ${path} (turn ${n})`) : null));
 }
 
 async function renderStep(box, n) {
@@ -302,7 +304,8 @@ function viewToggle() {
 
 // -- diffs --------------------------------------------------------------------------------
 
-function diffFiles(files, fromRef, toRef, points = true) {
+// onHunk(path, k): each hunk of a file gets a control that takes back that hunk alone.
+function diffFiles(files, fromRef, toRef, points = true, onHunk = null) {
   if (!files.length) return [h("div", { class: "note" }, "No files differ.")];
   return files.map((f) => {
     const bar = h("div", { class: "file-bar" },
@@ -316,7 +319,10 @@ function diffFiles(files, fromRef, toRef, points = true) {
     else if (f.unreadable) body = h("div", { class: "note" }, "Unreadable when the snapshot was taken: no diff.");
     else if (f.binary) body = h("div", { class: "note" }, "Binary files differ.");
     else if (f.too_large) body = h("div", { class: "note" }, "This diff is too large to show here (use takeback diff).");
-    else body = state.view === "split" ? splitTable(parsePatch(f.patch)) : unifiedTable(parsePatch(f.patch));
+    else {
+      const hunkCtl = onHunk ? (k) => onHunk(f.path, k) : null;
+      body = state.view === "split" ? splitTable(parsePatch(f.patch), hunkCtl) : unifiedTable(parsePatch(f.patch), hunkCtl);
+    }
     return h("div", { class: "file", dataset: { path: f.path } }, bar, body);
   });
 }
@@ -377,10 +383,17 @@ function parsePatch(text) {
   return { hunks, notes };
 }
 
-function unifiedTable(p) {
+// A hunk's header row; with onHunk(k), a button that takes back hunk k (from 1).
+function hunkHeader(hk, k, onHunk) {
+  const ctl = onHunk ? h("button", { class: "small ghost hunk-undo", dataset: { action: "undo-hunk", hunk: String(k) },
+    onclick: () => onHunk(k) }, "Undo hunk") : null;
+  return h("tr", { class: "hunk" }, h("td", { colspan: 4 }, hk.header, ctl ? " " : "", ctl));
+}
+
+function unifiedTable(p, onHunk = null) {
   const rows = [];
-  for (const hk of p.hunks) {
-    rows.push(h("tr", { class: "hunk" }, h("td", { colspan: 4 }, hk.header)));
+  for (const [i, hk] of p.hunks.entries()) {
+    rows.push(hunkHeader(hk, i + 1, onHunk));
     for (const l of hk.lines) {
       if (l.t === "meta") { rows.push(h("tr", {}, h("td", { class: "ln" }), h("td", { class: "ln" }), h("td", { class: "sign" }), h("td", { class: "code" }, l.text))); continue; }
       const cls = l.t === "ctx" ? "" : l.t;
@@ -393,10 +406,10 @@ function unifiedTable(p) {
   return wrapTable(p, rows, "unified");
 }
 
-function splitTable(p) {
+function splitTable(p, onHunk = null) {
   const rows = [];
-  for (const hk of p.hunks) {
-    rows.push(h("tr", { class: "hunk" }, h("td", { colspan: 4 }, hk.header)));
+  for (const [i, hk] of p.hunks.entries()) {
+    rows.push(hunkHeader(hk, i + 1, onHunk));
     let dels = [];
     let adds = [];
     const flush = () => {
