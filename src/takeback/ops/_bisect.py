@@ -285,6 +285,8 @@ def materialize(store: Store, tree: str, dest: str) -> int:
     """
     missing = 0
     modes: list[tuple[str, int]] = []
+    umask = os.umask(0)
+    os.umask(umask)
     stack = [(tree, dest)]
     while stack:
         oid, folder = stack.pop()
@@ -295,10 +297,16 @@ def materialize(store: Store, tree: str, dest: str) -> int:
                 modes.append((path, entry.mode))
                 stack.append((entry.oid, path))
             elif entry.kind == FILE:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-                with open(fd, "wb") as f:
-                    f.write(store.objects.get(entry.oid))
-                os.chmod(path, stat.S_IMODE(entry.mode) or 0o644)
+                mode = stat.S_IMODE(entry.mode) or 0o644
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+                try:
+                    data = memoryview(store.objects.get(entry.oid))
+                    while data:
+                        data = data[os.write(fd, data) :]
+                    if mode & umask:
+                        os.fchmod(fd, mode)  # the bits the umask took from the open
+                finally:
+                    os.close(fd)
             elif entry.kind == LINK:
                 os.symlink(os.fsdecode(store.objects.get(entry.oid)), path)
             else:
