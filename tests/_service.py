@@ -80,3 +80,21 @@ def full_scan(store: Store, opts: Options | None = None) -> ScanResult:
     result = scanner.scan()
     store.objects.flush()
     return result
+
+
+def can_mount(where: Path) -> bool:
+    """Whether this process may mount a file system (root with CAP_SYS_ADMIN): tried."""
+    import subprocess
+
+    probe = where / ".mount-probe"
+    probe.mkdir()
+    try:
+        got = subprocess.run(["mount", "-t", "tmpfs", "none", str(probe)], capture_output=True)
+        if got.returncode != 0:
+            return False
+        subprocess.run(["umount", str(probe)], check=True)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.rmdir()

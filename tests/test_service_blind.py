@@ -20,7 +20,7 @@ import pytest
 from takeback.ops import Options, scan
 from takeback.store import FolderStore, Store
 
-from ._service import full_scan, running_service
+from ._service import can_mount, full_scan, running_service
 
 
 def _seed(root: Path) -> None:
@@ -117,26 +117,11 @@ def test_a_root_removed_and_made_again_is_watched_again(
 # -- 3. mounts -----------------------------------------------------------------------------
 
 
-def _can_mount(where: Path) -> bool:
-    probe = where / ".probe"
-    probe.mkdir()
-    try:
-        ok = subprocess.run(["mount", "-t", "tmpfs", "none", str(probe)], capture_output=True)
-        if ok.returncode != 0:
-            return False
-        subprocess.run(["umount", str(probe)], check=True)
-        return True
-    except OSError:
-        return False
-    finally:
-        probe.rmdir()
-
-
 def test_an_unmount_uncovers_a_folder_that_is_then_watched(
     watched: tuple[Path, Store], tmp_path: Path
 ) -> None:
     root, store = watched
-    if not _can_mount(tmp_path):
+    if not can_mount(tmp_path):
         pytest.skip("mounting needs CAP_SYS_ADMIN")
     under = root / "c"
     subprocess.run(["mount", "-t", "tmpfs", "none", str(under)], check=True)
@@ -154,7 +139,7 @@ def test_an_unmount_uncovers_a_folder_that_is_then_watched(
 
 def test_a_mount_over_a_watched_folder_is_seen(watched: tuple[Path, Store], tmp_path: Path) -> None:
     root, store = watched
-    if not _can_mount(tmp_path):
+    if not can_mount(tmp_path):
         pytest.skip("mounting needs CAP_SYS_ADMIN")
     subprocess.run(["mount", "-t", "tmpfs", "none", str(root / "b")], check=True)
     try:

@@ -26,7 +26,7 @@ from takeback import ask_service
 from takeback.ops import Options, scan
 from takeback.store import FolderStore, Store
 
-from ._service import full_scan, running_service
+from ._service import can_mount, full_scan, running_service
 from .test_service import KINDS as BASIC_KINDS
 from .test_service import _apply, _dirs, _files
 
@@ -136,24 +136,9 @@ class World:
             ask_service(str(self.store_dir), {"op": "fault", "kind": "overflow"})
 
 
-def _can_mount(where: Path) -> bool:
-    probe = where / "probe"
-    probe.mkdir()
-    try:
-        got = subprocess.run(["mount", "-t", "tmpfs", "none", str(probe)], capture_output=True)
-        if got.returncode != 0:
-            return False
-        subprocess.run(["umount", str(probe)], check=True)
-        return True
-    except OSError:
-        return False
-    finally:
-        probe.rmdir()
-
-
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
-    w = World(tmp_path, _can_mount(tmp_path))
+    w = World(tmp_path, can_mount(tmp_path))
     try:
         with running_service(w.root, w.store_dir, faults=True):
             assert scan(w.store, Options()).mode == "full"
