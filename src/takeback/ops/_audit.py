@@ -12,7 +12,7 @@ not, the service's view is wrong somewhere, and it stops vouching for anything.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..scan import Scanner
@@ -113,10 +113,9 @@ def _differing(a: dict[str, tuple[object, ...]], b: dict[str, tuple[object, ...]
     """The folders whose tree ids differ (or that only one side has), deepest first."""
     from ..scan._cache import _TREE
 
-    names: Iterable[str] = set(a) | set(b)
-    out = [
-        d
-        for d in names
-        if (a.get(d) or (None,) * (_TREE + 1))[_TREE] != (b.get(d) or (None,) * (_TREE + 1))[_TREE]
-    ]
+    def tree(side: dict[str, tuple[object, ...]], d: str) -> object:
+        fast = side.get(d)
+        return None if fast is None else fast[_TREE]
+
+    out = [d for d in set(a) | set(b) if tree(a, d) != tree(b, d)]
     return sorted(out, key=lambda d: (-d.count("/"), d))
