@@ -98,6 +98,25 @@ def test_tools_say_which_read_and_which_take_back(ws_dir: Path, store_dir: Path)
     serve(ws_dir, store_dir, body)
 
 
+def test_tool_descriptions_read_as_written_without_the_source_indentation(
+    ws_dir: Path, store_dir: Path
+) -> None:
+    """A client shows a tool's description to the model and to people: no line of it
+    starts with the indentation of the docstring it came from."""
+
+    async def body(session: ClientSession, call: Call) -> None:
+        tools = (await session.list_tools()).tools
+        for t in tools:
+            text = t.description or ""
+            assert text.strip(), t.name
+            indented = [line for line in text.splitlines() if line.startswith(" ")]
+            assert indented == [], (t.name, indented)
+        undo = next(t for t in tools if t.name == "undo_turn")
+        assert "\nFiles changed since the turn are conflicts" in (undo.description or "")
+
+    serve(ws_dir, store_dir, body)
+
+
 def test_tools_checkpoint_diff_rewind(tb: CLI, ws_dir: Path, store_dir: Path) -> None:
     (ws_dir / "a.txt").write_text("one\n")
     (ws_dir / "b.txt").write_text("bee\n")

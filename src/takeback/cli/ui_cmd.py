@@ -1,7 +1,8 @@
 """CLI layer: ``takeback ui [--port N] [--no-open]``: the history as a local web page.
 
 Serves the page on 127.0.0.1 (with a random token in its address) until Ctrl-C, and
-opens it in the browser unless ``--no-open``; the address is printed either way
+opens it in the browser unless ``--no-open`` (through a private redirect file, so the
+token is never on the browser's command line); the address is printed either way
 (``--json``: ``url``, ``host``, ``port``, ``token``).
 """
 
@@ -29,6 +30,7 @@ def run(ctx: Ctx) -> int:
     """Serve the page until interrupted."""
     from .. import Workspace, errors
     from ..integrations._ui_api import UiConfig
+    from ..integrations._ui_open import PageOpener
     from ..integrations._ui_server import UiServer
 
     port = ctx.args.port
@@ -56,15 +58,14 @@ def run(ctx: Ctx) -> int:
         ctx.out(f"takeback ui: {server.url}")
         ctx.out("Press Ctrl-C to stop.")
     flush_out()
-    if not ctx.args.no_open:
-        import webbrowser
-
-        if not webbrowser.open(server.url):
-            ctx.warn("no browser could be opened: open the address above")
+    opener = PageOpener(server.url)
     try:
+        if not ctx.args.no_open and not opener.open():
+            ctx.warn("no browser could be opened: open the address above")
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.httpd.server_close()
+        opener.close()
     return 0

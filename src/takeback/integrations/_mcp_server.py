@@ -17,6 +17,7 @@ tools in worker threads, and a store connection belongs to the thread that opene
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -107,7 +108,9 @@ def _tool_errors(fn: Callable[P, dict[str, Any]]) -> Callable[P, dict[str, Any]]
     """Turn takeback's errors (and OS errors) into tool errors with the CLI's messages.
 
     The SDK passes a ``CallToolResult`` returned by a tool through unchanged, so the text
-    is exactly the message, without the SDK's ``Error executing tool`` prefix.
+    is exactly the message, without the SDK's ``Error executing tool`` prefix. The
+    docstring, which the SDK sends as the tool's description as it is, loses the
+    indentation it has in the source.
     """
 
     @functools.wraps(fn)
@@ -117,6 +120,7 @@ def _tool_errors(fn: Callable[P, dict[str, Any]]) -> Callable[P, dict[str, Any]]
         except (TakebackError, OSError) as e:
             return cast(dict[str, Any], _error_result(e))
 
+    wrapper.__doc__ = inspect.cleandoc(fn.__doc__ or "")
     return wrapper
 
 

@@ -12,6 +12,7 @@ requests in threads, and a store connection belongs to the thread that opened it
 
 from __future__ import annotations
 
+import re
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,7 +21,15 @@ from ..errors import UsageError
 from ._per_call import PerCall
 
 if TYPE_CHECKING:
-    from .. import DiffResult, Session, SnapshotInfo, StepInfo, StoreAddress, Workspace
+    from .. import (
+        DiffResult,
+        Session,
+        SessionInfo,
+        SnapshotInfo,
+        StepInfo,
+        StoreAddress,
+        Workspace,
+    )
 
 #: a file's patch longer than this is named, not sent (the page would choke on it)
 MAX_FILE_PATCH = 400_000
@@ -112,13 +121,13 @@ class UiApi:
                 doc["steps"] = [step_doc(st) for st in steps if st.turn == t.n]
                 turns.append(doc)
             loose = [step_doc(st) for st in steps if st.turn is None]
-            takebacks = [
-                {**op, "message": _op_message(op)} for op in s.operations() if op["pre"]
-            ] + [
+            recorded = s.operations()
+            names = _point_names(s.name, turns, steps, recorded, ws.sessions())
+            takebacks = [{**op, "message": _op_message(op)} for op in recorded if op["pre"]] + [
                 {
                     "op": "rewind",
                     "pre": i.id,
-                    "message": i.message.replace("before rewind", "rewound"),
+                    "message": _rewind_message(i.message, names),
                     "created_at": i.created_at,
                     "turns": [],
                     "state": None,
@@ -142,12 +151,22 @@ class UiApi:
                 "sessions": [
                     {
                         "name": i.name,
+                        "label": _session_label(i.name, agents.get(i.name)),
                         "baseline": i.baseline,
                         "created_at": i.created_at,
                         "agent": agents.get(i.name),
                     }
                     for i in sessions
                 ],
+                # What the bar's Redo and Unrevert would act on, in this session: the
+                # same rule as ops.redo and ops.unrevert (an undo, or a revert, that is
+                # still active).
+                "can_redo": any(
+                    o["op"] in ("undo", "undo-file") and o["state"] == "active" for o in recorded
+                ),
+                "can_unrevert": any(
+                    o["op"] == "revert" and o["state"] == "active" for o in recorded
+                ),
                 "turns": turns,
                 "loose_steps": loose,
                 "takebacks": sorted(takebacks, key=lambda x: x["created_at"]),
@@ -321,6 +340,56 @@ def _point(ref: str) -> str:
     if ref.isdigit() and len(ref) < 8:
         return f"before step {ref}"
     return ref[:10]
+
+
+def _session_label(name: str, agent: str | None) -> str:
+    """A session as a person knows it: ``claude-code 5f0c3b1e``, not a 36-character id."""
+    from .. import DEFAULT_SESSION
+
+    if name == DEFAULT_SESSION:
+        return f"{name} (commands run by hand)"
+    short = name[:8] if len(name) > 16 and _ID_LIKE.fullmatch(name) else name
+    return f"{agent} {short}" if agent else short
+
+
+_ID_LIKE = re.compile(r"[0-9A-Fa-f-]+")
+
+
+def _point_names(
+    session: str,
+    turns: list[dict[str, Any]],
+    steps: list[StepInfo],
+    recorded: list[dict[str, Any]],
+    sessions: list[SessionInfo],
+) -> dict[str, str]:
+    """Each snapshot a person can name, by its id: ``before turn 2``, ``after step 5``."""
+    names: dict[str, str] = {}
+    for i in sessions:
+        if i.name == session and i.baseline:
+            names[i.baseline] = "the session's start"
+    for t in turns:
+        if t.get("before"):
+            names.setdefault(t["before"], f"before turn {t['turn']}")
+    for st in steps:
+        if st.before:
+            names.setdefault(st.before, f"before step {st.n}")
+    for st in steps:
+        if st.after:
+            names.setdefault(st.after, f"after step {st.n}")
+    for op in recorded:
+        if op["pre"]:
+            names.setdefault(op["pre"], f"before the {op['op']}")
+    return names
+
+
+def _rewind_message(message: str, names: dict[str, str]) -> str:
+    """A rewind's entry: ``rewound to before step 3`` (its snapshot keeps a short id)."""
+    short = message.rpartition(" ")[2]
+    if len(short) >= 8 and _ID_LIKE.fullmatch(short):
+        found = [words for sid, words in names.items() if sid.startswith(short)]
+        if len(found) == 1:
+            return f"rewound to {found[0]}"
+    return message.replace("before rewind", "rewound")
 
 
 def _op_message(op: dict[str, Any]) -> str:

@@ -93,8 +93,16 @@ async function loadTimeline() {
   $("#root").textContent = tl.root;
   const sel = $("#session");
   put(sel, ...tl.sessions.map((s) =>
-    h("option", { value: s.name, selected: s.name === tl.session },
-      s.name + (s.agent ? ` · ${s.agent}` : "") + (s.name === tl.active ? " (latest)" : ""))));
+    h("option", { value: s.name, selected: s.name === tl.session, title: s.name },
+      (s.label || s.name) + (s.name === tl.active ? " (latest)" : ""))));
+  // Redo and Unrevert act on this session's last undo or revert: offered only when
+  // there is one (the same rule as the command line's).
+  const redo = $("#redo");
+  const unrevert = $("#unrevert");
+  redo.disabled = !tl.can_redo;
+  unrevert.disabled = !tl.can_unrevert;
+  redo.title = tl.can_redo ? "bring back what the last undo took back" : "nothing to redo: no undo to bring back";
+  unrevert.title = tl.can_unrevert ? "put back what the last revert took back" : "nothing to unrevert: no revert to put back";
   renderTimeline();
 }
 
