@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,8 @@ import takeback
 
 from ._gc import Recorded
 from .conftest import files_state, write
+
+pytestmark = pytest.mark.slow
 
 PATHS = ["a.txt", "b.txt", "d/c.txt", "d/e/f.txt"]
 SESSIONS = ["one", "two"]

@@ -33,6 +33,8 @@ from takeback.errors import ConflictError
 
 from .conftest import files_state, write
 
+pytestmark = pytest.mark.slow
+
 BOM = b"\xef\xbb\xbf"
 ROLES = ("keep", "turn", "person", "both")
 

@@ -29,6 +29,8 @@ import pytest
 from ._model_server import Model, Step, scripted_model
 from .conftest import CLI, SRC, state
 
+pytestmark = pytest.mark.slow
+
 AGENTS_DIR = Path(__file__).resolve().parent.parent / ".agents"
 BIN = AGENTS_DIR / "node_modules" / ".bin"
 TIMEOUT = 240

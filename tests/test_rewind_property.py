@@ -14,10 +14,13 @@ import shutil
 import stat
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from takeback import Workspace
+
+pytestmark = pytest.mark.slow
 
 NAMES = ["a", "b", "d/e", "g/h/i", "d/link"]
 DIRS = ["d", "g/h", "empty"]

@@ -30,6 +30,8 @@ from ._service import can_mount, full_scan, running_service
 from .test_service import KINDS as BASIC_KINDS
 from .test_service import _apply, _dirs, _files
 
+pytestmark = pytest.mark.slow
+
 KINDS = (
     *BASIC_KINDS,
     "hardlink",

@@ -33,6 +33,8 @@ from hypothesis.stateful import (
 
 import takeback
 
+pytestmark = pytest.mark.slow
+
 BOM = b"\xef\xbb\xbf"
 PATHS = ["a.txt", "b.txt", "d/c.txt", "d/e/f.bin"]
 CONTENTS = [b"one\n", b"two\n", b"one\ntwo\nthree\n", b"\0binary\x01", b"", BOM + b"bom\n"]

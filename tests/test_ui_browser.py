@@ -25,6 +25,8 @@ from takeback.integrations._ui_server import UiServer
 from ._ui import APP_1, README_0, README_1, TEST_1, record_three_turns, serve_ui
 from .conftest import CLI, files_state, write
 
+pytestmark = pytest.mark.slow
+
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "ui"
 
 
