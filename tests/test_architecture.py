@@ -227,7 +227,7 @@ EDGE_EXCEPTIONS = {
     ("cli._render", "_types", "short"),
     # Whether the workspace was ever scanned (read through ws.open_store().meta),
     # which lengthens the hook's time bound.
-    ("integrations._claude_hook", "scan", "CACHE_KEY"),
+    ("integrations.claude_code._hook", "scan", "CACHE_KEY"),
     # Where a store's service listens and takes claims, and a workspace's default store:
     # the relay finds the service without loading the library (its whole point).
     ("cli._relay", "_where", "CLAIMS_DIR"),
@@ -255,7 +255,7 @@ EDGE_EXCEPTIONS = {
     ("cli._relay", "_wire", "header"),
     ("integrations._service", "_wire", "*"),
     # The one atomic writer (temp file, fsync, rename), for the settings file.
-    ("integrations._claude_settings", "_fs", "atomic_write"),
+    ("integrations.claude_code._settings", "_fs", "atomic_write"),
 }
 
 

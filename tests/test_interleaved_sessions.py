@@ -30,7 +30,7 @@ hooks"), not from the code:
 The conversations mostly touch their own files, and sometimes a shared one (then the
 undo of the earlier reply must refuse). A person's edit while a command runs would be
 the command's (the README says so), so the person edits only between commands. Hook
-calls run in-process through the hook's own entry (``_claude_hook.run``, what
+calls run in-process through the hook's own entry (``claude_code._hook.run``, what
 ``takeback hook claude-code`` calls once it has read stdin) to keep the test fast; one
 run sends every call through the real command. Each undo is the real command line.
 """
@@ -57,7 +57,9 @@ from hypothesis.stateful import (
 )
 
 import takeback
-from takeback.integrations._claude_hook import LOG_NAME, HookCall, run
+from takeback.integrations.claude_code._deadline import HookCall
+from takeback.integrations.claude_code._hook import run
+from takeback.integrations.claude_code._log import LOG_NAME
 
 from .conftest import SRC, files_state
 

@@ -174,12 +174,12 @@ def test_the_hook_bound_is_configurable(ws_dir: Path, store_dir: Path) -> None:
 
 
 def test_a_first_full_scan_gets_the_longer_bound(ws_dir: Path, store_dir: Path) -> None:
-    from takeback.integrations._claude_hook import (
+    from takeback.integrations.claude_code._deadline import (
         FIRST_SCAN_TIMEOUT,
         Deadline,
         HookCall,
     )
-    from takeback.integrations._claude_hook import run as run_hook
+    from takeback.integrations.claude_code._hook import run as run_hook
 
     class Recording(Deadline):
         asked: list[float]

@@ -39,7 +39,7 @@ NEVER = {
     "takeback.ops._diff",
     "takeback.scan._watcher",
     "takeback.store._pg",
-    "takeback.integrations._claude_settings",
+    "takeback.integrations.claude_code._settings",
     "takeback.integrations._agent_settings",
     "takeback.integrations._mcp_server",
     "takeback.integrations._ui_api",
@@ -167,7 +167,10 @@ RELAY = {
 RELAY_HOOK = RELAY | {
     "takeback.cli.hook_cmd",
     "takeback.errors",
-    "takeback.integrations._claude_hook",
+    "takeback.integrations.claude_code",
+    "takeback.integrations.claude_code._deadline",
+    # loaded with the bound, so that its expiry (a signal) never has to import
+    "takeback.integrations.claude_code._log",
 }
 
 

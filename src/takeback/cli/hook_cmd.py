@@ -25,7 +25,7 @@ TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__in
 if TYPE_CHECKING:
     import argparse
 
-    from ..integrations._claude_hook import Deadline, HookCall
+    from ..integrations.claude_code._deadline import Deadline, HookCall
     from ._app import Ctx
 
 HELP = "the entry point an agent's hooks call (reads the hook's JSON on stdin)"
@@ -71,7 +71,7 @@ def is_hook_call(argv: Sequence[str]) -> bool:
 
 def parse(argv: Sequence[str]) -> HookCall:
     """Return the options of a hook call; what cannot be read is kept as a problem."""
-    from ..integrations._claude_hook import HookCall
+    from ..integrations.claude_code._deadline import HookCall
 
     call = HookCall(agent="")
     words: list[str] = []
@@ -137,7 +137,7 @@ def entry(argv: Sequence[str], *, end: Callable[[int], None] | None = None) -> i
     relayed = False
     said = ""  # what the agent reads on stdout: a decision of nothing, or nothing
     try:
-        from ..integrations._claude_hook import Deadline
+        from ..integrations.claude_code._deadline import Deadline
 
         call = parse(argv)
         said = ANSWERS.get(call.agent, "")
@@ -204,10 +204,11 @@ def _relayed(argv: Sequence[str], call: HookCall, raw: bytes, deadline: Deadline
     try:
         answer = exchange(path, list(argv), here, env, raw)
     except BrokeOff as e:
-        from ..integrations._claude_hook import _append_log, _line, parse_payload
+        from ..integrations.claude_code._log import append_log, log_line
+        from ..integrations.claude_code._payload import parse_payload
 
         deadline.log_dir = path
-        _append_log(path, _line(parse_payload(raw), str(e)))
+        append_log(path, log_line(parse_payload(raw), str(e)))
         return True
     return answer is not None
 
@@ -215,7 +216,7 @@ def _relayed(argv: Sequence[str], call: HookCall, raw: bytes, deadline: Deadline
 def run(ctx: Ctx) -> int:
     """Handle a hook call that came through the full parser (``cli.main`` normally doesn't)."""
     from ..integrations._agent_hook import run as run_hook
-    from ..integrations._claude_hook import Deadline, HookCall
+    from ..integrations.claude_code._deadline import Deadline, HookCall
 
     call = HookCall(
         agent=ctx.args.agent,

@@ -67,7 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ctx: Ctx) -> int:
     """Install or uninstall, then say what changed."""
     from ..errors import UsageError
-    from ..integrations import _claude_settings as cc
+    from ..integrations.claude_code import _settings as cc
 
     scope = ctx.args.scope or "project"
     if scope != "user" and not os.path.isdir(ctx.root):
@@ -134,7 +134,7 @@ def _other_agent(ctx: Ctx, scope: str, root: str) -> int:
     """Install or uninstall the hooks of an agent other than Claude Code."""
     from ..errors import UsageError
     from ..integrations import _agent_settings as ag
-    from ..integrations import _claude_settings as cc
+    from ..integrations.claude_code import _settings as cc
 
     agent = ctx.args.agent
     path = ag.settings_path(agent, scope, root, os.environ)

@@ -1,9 +1,12 @@
 """Integrations layer: what meets an agent, built on the public API only.
 
-- ``_claude_hook``: Claude Code's hook payloads mapped to sessions, turns, touches and
-  command steps (``takeback hook claude-code``), failing open within a time bound.
-- ``_claude_settings``: the merge of takeback's hooks into Claude Code's settings files
-  (``takeback hooks install|uninstall claude-code``).
+- ``claude_code``: Claude Code's hook payloads mapped to sessions, turns, touches and
+  command steps (``takeback hook claude-code``), failing open within a time bound, and
+  the merge of takeback's hooks into its settings files (``takeback hooks install``);
+  its time bound, pending steps, first snapshot and log serve every agent's hook.
+- ``_agent_hook``, ``_agent_settings``: every other agent's hook calls, read into that
+  one mapping (one reader per agent: ``_codex``, ``_gemini``, ``_cursor``, ``_copilot``),
+  and their hook files.
 - ``_mcp_server``: the Model Context Protocol server (``takeback mcp``).
 - ``_watch``: runs an agent that has no hooks and takes a step each time file activity
   settles (``takeback watch``).

@@ -1,9 +1,9 @@
 """Integrations layer: every agent's hook call, read into the one mapping of turns and steps.
 
 ``takeback hook AGENT`` for each agent takeback knows. Claude Code's payloads are read by
-:mod:`._claude_hook` itself; each other agent has a module (``_codex``, ``_gemini``,
+:mod:`.claude_code._payload` itself; each other agent has a module (``_codex``, ``_gemini``,
 ``_cursor``, ``_copilot``) whose ``read`` turns one of its hook calls into a
-:class:`._claude_hook.Payload` in the words that :func:`._claude_hook.handle` maps
+:class:`.claude_code._payload.Payload` in the words that :func:`.claude_code._hook.handle` maps
 onto a session (the agent's conversation id), a turn and its steps:
 
 - :data:`PROMPT`: the person's prompt opens a turn;
@@ -23,7 +23,7 @@ Anything else is ignored (it still finishes a step left open). Where an agent's 
 calls carry no id, a call's before- and after-event are paired by the tool's name and
 arguments (:func:`call_key`). Everything else
 of a hook call (the time bound, the log, failing open, the relay to the watching service,
-the detached first snapshot) is :mod:`._claude_hook`'s, the same for every agent.
+the detached first snapshot) is :mod:`.claude_code`'s, the same for every agent.
 
 Nothing here is loaded but by a hook call: the settings files are :mod:`._agent_settings`'.
 """
@@ -33,19 +33,19 @@ from __future__ import annotations
 import json
 
 from ..errors import UsageError
-from ._claude_hook import AGENT as CLAUDE_CODE
-from ._claude_hook import MANY_FILES, Payload
+from .claude_code._deadline import AGENT as CLAUDE_CODE
+from .claude_code._payload import MANY_FILES, Payload
 
 TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from ._claude_hook import Deadline, HookCall
+    from .claude_code._deadline import Deadline, HookCall
 
 #: the agents ``takeback hook`` and ``takeback hooks`` know -> the module reading them
 AGENTS: dict[str, str] = {
-    CLAUDE_CODE: "_claude_hook",
+    CLAUDE_CODE: "claude_code._payload",
     "codex": "_codex",
     "gemini": "_gemini",
     "cursor": "_cursor",
@@ -57,7 +57,7 @@ BEFORE = "PreToolUse"
 AFTER = "PostToolUse"
 STOP = "Stop"
 START = "SessionStart"
-#: the tool names of the mapping (:data:`._claude_hook.FILE_TOOLS`, ``COMMAND_TOOLS``)
+#: the tool names of the mapping (:data:`.claude_code._payload.FILE_TOOLS`, ``COMMAND_TOOLS``)
 FILE_TOOL = "Write"
 SHELL_TOOL = "Bash"
 
@@ -65,10 +65,10 @@ SHELL_TOOL = "Bash"
 def run(
     raw: bytes, call: HookCall, env: Mapping[str, str], *, deadline: Deadline | None = None
 ) -> str | None:
-    """Handle one hook call of ``call.agent``; never raises (see :func:`._claude_hook.run`)."""
+    """Handle one hook call of ``call.agent``; never raises (see :func:`.claude_code._hook.run`)."""
     import importlib
 
-    from ._claude_hook import run as run_hook
+    from .claude_code._hook import run as run_hook
 
     module = AGENTS.get(call.agent)
     if module is None or call.agent == CLAUDE_CODE:

@@ -1,7 +1,7 @@
 """Integrations layer: takeback's hooks in Codex's, Gemini CLI's, Cursor's and Copilot CLI's files.
 
 ``takeback hooks install|uninstall AGENT`` for the agents beside Claude Code (whose
-settings are :mod:`._claude_settings`'). Each agent's own documented file, in its
+settings are :mod:`.claude_code._settings`'). Each agent's own documented file, in its
 documented place (see docs/agents.md):
 
 | agent | project | user | shape (version) |
@@ -16,7 +16,7 @@ Nested: ``{"hooks": {EVENT: [{"matcher": M, "hooks": [HANDLER]}]}}``; flat: ``{"
 takeback's when its command runs ``takeback hook AGENT``; every other key, group and
 handler is kept as it was, installing twice writes the same bytes, and uninstalling takes
 out takeback's handlers and nothing else (a file of takeback's own that is left with
-nothing in it is removed). The file is written as :mod:`._claude_settings` writes
+nothing in it is removed). The file is written as :mod:`.claude_code._settings` writes
 Claude Code's: atomically, through a symlink.
 """
 
@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UsageError
-from ._claude_hook import FIRST_SCAN_TIMEOUT
-from ._claude_settings import (
+from .claude_code._deadline import FIRST_SCAN_TIMEOUT
+from .claude_code._settings import (
     SettingsChange,
     _write_settings,
     load_settings,
@@ -129,7 +129,7 @@ def merge(
 ) -> tuple[dict[str, Any], list[str], list[str]]:
     """Return the file's object with takeback's handlers in place (``command`` None: out).
 
-    The one merge of :func:`._claude_settings.merge_handlers`, in the agent's shape; a
+    The one merge of :func:`.claude_code._settings.merge_handlers`, in the agent's shape; a
     flat file gets the ``version`` it must have.
 
     Returns:

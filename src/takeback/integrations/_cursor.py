@@ -22,7 +22,8 @@ TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__in
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ._claude_hook import HookCall, Payload
+    from .claude_code._deadline import HookCall
+    from .claude_code._payload import Payload
 
 AGENT = "cursor"
 FILE_TOOLS = ("Write", "StrReplace", "Delete", "EditNotebook")

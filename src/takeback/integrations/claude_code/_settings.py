@@ -4,7 +4,7 @@ The settings merge behind ``takeback hooks install|uninstall claude-code``: take
 handlers are added to (or taken out of) a settings file, leaving every other key and
 handler as it was, and never adding one of its own twice. A handler is takeback's when
 its command runs ``takeback hook claude-code`` (:func:`is_ours`); what it does when
-called is :mod:`._claude_hook`'s.
+called is :mod:`._hook`'s.
 
 The file is replaced atomically, and a symlinked one is written through (people keep
 settings in a dotfiles repository and link them in).
@@ -18,9 +18,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._fs import atomic_write
-from ..errors import UsageError
-from ._claude_hook import AGENT, COMMAND_TOOLS, FILE_TOOLS
+from ..._fs import atomic_write
+from ...errors import UsageError
+from ._deadline import AGENT
+from ._payload import COMMAND_TOOLS, FILE_TOOLS
 
 #: the events takeback installs, and their matchers (None: the event takes none). Only
 #: events every Claude Code release knows: an unknown event name makes Claude Code skip
