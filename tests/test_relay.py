@@ -506,3 +506,23 @@ def test_a_served_call_gets_the_callers_environment_exactly() -> None:
     finally:
         _set_environ(saved)
     assert dict(os.environ) == saved
+
+
+def test_one_reader_for_the_command_lines_read_before_the_parser() -> None:
+    """The relay, a hook call and the choice of parser read a line the same way."""
+    from takeback.cli._argv import GLOBAL_VALUED, read
+
+    valued = (*GLOBAL_VALUED, "--message")
+    line = read(
+        ["--root=/w", "snapshot", "-m", "a b", "--store", "/s", "--json"], valued, ["--json"]
+    )
+    assert (line.words, line.opts, line.unknown, line.missing) == (
+        ["snapshot"],
+        {"--root": "/w", "--message": "a b", "--store": "/s"},
+        [],
+        None,
+    )
+    line = read(["snapshot", "--help", "--session"], valued)
+    assert (line.words, line.unknown, line.missing) == (["snapshot"], ["--help"], "--session")
+    # -m is a value only where --message is one (a hook call has none).
+    assert read(["hook", "-m", "x"], GLOBAL_VALUED).words == ["hook", "x"]

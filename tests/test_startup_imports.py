@@ -160,6 +160,7 @@ RELAY = {
     "takeback._where",
     "takeback._wire",
     "takeback.cli",
+    "takeback.cli._argv",
     "takeback.cli._relay",
     "takeback.integrations",
     "takeback.integrations._data_dir",

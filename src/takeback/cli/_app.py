@@ -180,20 +180,12 @@ def _grouped(registry: dict[str, str], helps: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-_VALUED = ("--root", "--store", "--session", "--max-file-bytes")
-
-
 def command_in(argv: list[str]) -> str | None:
     """Return the command named in ``argv`` (the first word that is no option's value)."""
-    skip = False
-    for word in argv:
-        if skip:
-            skip = False
-        elif word in _VALUED:
-            skip = True
-        elif not word.startswith("-"):
-            return word
-    return None
+    from ._argv import GLOBAL_VALUED, read
+
+    words = read(argv, GLOBAL_VALUED).words
+    return words[0] if words else None
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

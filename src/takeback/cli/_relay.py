@@ -34,6 +34,7 @@ from .._where import (
     via_short_path,
 )
 from .._wire import DONE, TAKEN, call_frame, done, header
+from ._argv import GLOBAL_VALUED, read
 
 TYPE_CHECKING = False  # not typing's: see takeback/__init__.py
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ RELAY_ENV = "TAKEBACK_RELAY"
 WAIT_TAKEN = 0.5
 #: The commands the service runs when asked (with the options below, nothing else).
 _COMMANDS = ("snapshot", "status")
-_VALUED = ("--root", "--store", "--session", "--max-file-bytes", "-m", "--message")
+_VALUED = (*GLOBAL_VALUED, "--message")
 _FLAGS = ("--json",)
 
 
@@ -68,30 +69,10 @@ def _package() -> str:
 
 def _options(argv: Sequence[str]) -> tuple[list[str], dict[str, str]] | None:
     """Return a command line's words and options, or None for anything not relayed."""
-    words: list[str] = []
-    opts: dict[str, str] = {}
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        name, eq, value = a.partition("=")
-        if name in _VALUED and name.startswith("--"):
-            if not eq:
-                if i + 1 >= len(argv):
-                    return None
-                i += 1
-                value = argv[i]
-            opts[name] = value
-        elif a == "-m" and i + 1 < len(argv):
-            i += 1
-            opts["--message"] = argv[i]
-        elif a in _FLAGS:
-            pass
-        elif a.startswith("-") and a != "-":
-            return None  # --help, -V, an unknown option: the parser answers those
-        else:
-            words.append(a)
-        i += 1
-    return words, opts
+    line = read(argv, _VALUED, _FLAGS)
+    if line.unknown or line.missing:
+        return None  # --help, -V, an unknown option, a value missing: the parser answers
+    return line.words, line.opts
 
 
 def _data_dir(env: Mapping[str, str]) -> str | None:

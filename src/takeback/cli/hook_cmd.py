@@ -21,6 +21,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from ._argv import GLOBAL_VALUED, read
+
 TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
     import argparse
@@ -37,7 +39,7 @@ CHECKS_JOURNAL = False
 #: "go on". Kept here, not in the integration: a call the service runs loads no more.
 ANSWERS = {"cursor": "{}\n"}
 
-_VALUED = ("--root", "--store", "--session", "--max-file-bytes", "--event")
+_VALUED = (*GLOBAL_VALUED, "--event")
 _FLAGS = ("--json",)
 
 
@@ -49,24 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--event", default=None, help="the event, for payloads that name none")
 
 
-def _words(argv: Sequence[str]) -> list[str]:
-    """Return the positional words of a command line (option values skipped)."""
-    words = []
-    skip = False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a in _VALUED:
-            skip = True
-        elif not a.startswith("-") or a == "-":
-            words.append(a)
-    return words
-
-
 def is_hook_call(argv: Sequence[str]) -> bool:
     """Return whether a command line runs ``takeback hook`` (and does not ask for help)."""
-    words = _words(argv)
-    return bool(words) and words[0] == "hook" and not any(a in ("-h", "--help") for a in argv)
+    line = read(argv, _VALUED, _FLAGS)
+    return line.words[:1] == ["hook"] and not {"-h", "--help"} & set(line.unknown)
 
 
 def parse(argv: Sequence[str]) -> HookCall:
@@ -74,34 +62,20 @@ def parse(argv: Sequence[str]) -> HookCall:
     from ..integrations.claude_code._deadline import HookCall
 
     call = HookCall(agent="")
-    words: list[str] = []
-    args = list(argv)
-    i = 0
-    while i < len(args):
-        a = args[i]
-        name, eq, value = a.partition("=")
-        if name in _VALUED:
-            if not eq:
-                if i + 1 >= len(args):
-                    call.problems.append(f"{name} needs a value")
-                    break
-                value = args[i + 1]
-                i += 1
-            key = name[2:].replace("-", "_")
-            if key == "max_file_bytes":
-                try:
-                    call.max_file_bytes = int(value)
-                except ValueError:
-                    call.problems.append(f"--max-file-bytes: not a number: {value!r}")
-            else:
-                setattr(call, key, value)
-        elif a in _FLAGS:
-            pass
-        elif a.startswith("-") and a != "-":
-            call.problems.append(f"unknown option {a}")
+    line = read(argv, _VALUED, _FLAGS)
+    for name, value in line.opts.items():
+        key = name[2:].replace("-", "_")
+        if key == "max_file_bytes":
+            try:
+                call.max_file_bytes = int(value)
+            except ValueError:
+                call.problems.append(f"--max-file-bytes: not a number: {value!r}")
         else:
-            words.append(a)
-        i += 1
+            setattr(call, key, value)
+    call.problems += [f"unknown option {a}" for a in line.unknown]
+    if line.missing:
+        call.problems.append(f"{line.missing} needs a value")
+    words = line.words
     if words[:1] == ["hook"]:
         words = words[1:]
     if not words:
