@@ -31,6 +31,22 @@ def default_store_path(root: str, data_dir: str) -> str:
     return os.path.join(data_dir, "workspaces", f"{base}-{digest}")
 
 
+def recorded_root(start: str, data_dir: str) -> str | None:
+    """Return the nearest folder at or above ``start`` that has a default store.
+
+    As git finds its top folder; ``start`` is a real path. None: there is none (a new
+    workspace).
+    """
+    cur = start
+    while True:
+        if os.path.exists(os.path.join(default_store_path(cur, data_dir), "store.json")):
+            return cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return None
+        cur = parent
+
+
 def via_short_path(path: str, use: Callable[[str], None]) -> None:
     """Call ``use`` (a socket's ``connect`` or ``bind``) with a Unix socket's path.
 

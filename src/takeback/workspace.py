@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from . import ops
 from ._fs import to_rel
 from ._session import Session, Step, Turn
+from ._where import recorded_root
 from .errors import (
     PathError,
     ScanError,
@@ -124,15 +125,7 @@ def find_root(
         except (OSError, ValueError, KeyError, TypeError):
             return here
         return root if here == root or here.startswith(root.rstrip("/") + "/") else here
-    base = data_dir or default_data_dir()
-    cur = here
-    while True:
-        if os.path.exists(os.path.join(default_store_path(cur, base), "store.json")):
-            return cur
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return here
-        cur = parent
+    return recorded_root(here, data_dir or default_data_dir()) or here
 
 
 def copy_history(

@@ -30,6 +30,7 @@ from .._where import (
     default_store_path,
     foreign_folder,
     peer_uid,
+    recorded_root,
     service_dir,
     via_short_path,
 )
@@ -106,15 +107,8 @@ def store_for(
         return default_store_path(os.path.realpath(root), data)
     if find_from is None:
         return None
-    cur = os.path.realpath(find_from)
-    while True:
-        path = default_store_path(cur, data)
-        if os.path.exists(os.path.join(path, "store.json")):
-            return path
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return None  # a new workspace: no service runs for it
-        cur = parent
+    found = recorded_root(os.path.realpath(find_from), data)  # as find_root finds it
+    return default_store_path(found, data) if found is not None else None  # None: a new one
 
 
 def try_command(argv: Sequence[str]) -> int | None:
