@@ -62,11 +62,18 @@ class Served:
 
 
 @contextmanager
-def serve_ui(root: Path, store: Path, *extra: str) -> Iterator[Served]:
-    """Run the real ``takeback ui --no-open --port 0 --json``; stop it (Ctrl-C) after."""
-    env = dict(os.environ, TAKEBACK_STORE=str(store), PYTHONPATH=SRC)
+def serve_ui(
+    root: Path, store: Path, *extra: str, env: Mapping[str, str] | None = None
+) -> Iterator[Served]:
+    """Run the real ``takeback ui --no-open --port 0 --json``; stop it (Ctrl-C) after.
+
+    With ``env`` (the browser named by ``BROWSER``), the page is opened: no ``--no-open``.
+    """
+    opening = env is not None
+    env = dict(env if env is not None else os.environ, TAKEBACK_STORE=str(store), PYTHONPATH=SRC)
+    how = [] if opening else ["--no-open"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "takeback", "ui", "--no-open", "--port", "0", "--json", *extra],
+        [sys.executable, "-m", "takeback", "ui", *how, "--port", "0", "--json", *extra],
         cwd=root,
         env=env,
         stdout=subprocess.PIPE,

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -26,7 +24,7 @@ from takeback import Workspace
 from takeback.integrations._ui_api import UiApi, UiConfig
 from takeback.integrations._ui_server import UiServer
 
-from ._ui import record_three_turns
+from ._ui import record_three_turns, serve_ui
 from .conftest import SRC, write
 from .test_ui_browser import browser, page  # noqa: F401 (the browser fixtures)
 
@@ -148,30 +146,12 @@ def test_the_browser_is_given_a_private_file_never_the_token(
 ) -> None:
     seen, env = fake_browser
     recorded(ws_dir, store_dir)
-    env["TAKEBACK_STORE"] = str(store_dir)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "takeback", "ui", "--port", "0", "--json"],
-        cwd=ws_dir,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        text = ""
-        while not text.rstrip().endswith("}"):
-            line = proc.stdout.readline()
-            assert line, proc.communicate()[1]
-            text += line
-        token = json.loads(text)["token"]
+    with serve_ui(ws_dir, store_dir, env=env) as served:
         deadline = time.monotonic() + 10
-        while not seen.exists() and proc.poll() is None and time.monotonic() < deadline:
+        while not seen.exists() and served.proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         doc = json.loads(seen.read_text())
-    finally:
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=10)
+    token = served.token
     assert token not in " ".join(doc["argv"]), doc["argv"]
     assert doc["mode"] == 0o600, oct(doc["mode"])
     assert f"token={token}" in doc["text"]
@@ -179,4 +159,4 @@ def test_the_browser_is_given_a_private_file_never_the_token(
     # The file goes with the server.
     opened = doc["argv"][0].removeprefix("file://")
     assert not os.path.exists(opened), opened
-    assert list((tmp_path / "tmp").iterdir()) == [], err
+    assert list((tmp_path / "tmp").iterdir()) == []

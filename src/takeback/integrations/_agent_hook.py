@@ -35,6 +35,7 @@ import json
 from ..errors import UsageError
 from .claude_code._deadline import AGENT as CLAUDE_CODE
 from .claude_code._payload import MANY_FILES, Payload
+from .claude_code._payload import load as load  # every reader's (ah.load)
 
 TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
@@ -78,24 +79,6 @@ def run(
 
 
 # -- reading a payload -----------------------------------------------------------------
-
-
-def load(raw: bytes) -> dict[str, Any]:
-    """Return a hook call's JSON object.
-
-    Raises:
-        UsageError: empty, not JSON, or not an object.
-
-    """
-    if not raw.strip():
-        raise UsageError("empty hook payload on stdin")
-    try:
-        doc = json.loads(raw)
-    except ValueError as e:
-        raise UsageError(f"hook payload is not JSON: {e}") from None
-    if not isinstance(doc, dict):
-        raise UsageError("hook payload is not a JSON object")
-    return doc
 
 
 def text(doc: Mapping[str, Any], *keys: str) -> str | None:

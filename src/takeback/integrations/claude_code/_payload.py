@@ -100,14 +100,11 @@ def _field(doc: dict[str, Any], key: str, *, required: bool = False) -> str | No
     return value
 
 
-def parse_payload(raw: bytes) -> Payload:
-    """Return the payload of one hook call.
-
-    Args:
-        raw: the bytes read from stdin.
+def load(raw: bytes) -> dict[str, Any]:
+    """Return a hook call's JSON object (any agent's).
 
     Raises:
-        UsageError: empty, not JSON, not an object, or a field of the wrong type.
+        UsageError: empty, not JSON, or not an object.
 
     """
     if not raw.strip():
@@ -118,6 +115,20 @@ def parse_payload(raw: bytes) -> Payload:
         raise UsageError(f"hook payload is not JSON: {e}") from None
     if not isinstance(doc, dict):
         raise UsageError("hook payload is not a JSON object")
+    return doc
+
+
+def parse_payload(raw: bytes) -> Payload:
+    """Return the payload of one hook call.
+
+    Args:
+        raw: the bytes read from stdin.
+
+    Raises:
+        UsageError: empty, not JSON, not an object, or a field of the wrong type.
+
+    """
+    doc = load(raw)
     tool_input = doc.get("tool_input")
     if tool_input is None:
         tool_input = {}
