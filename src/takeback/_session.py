@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from . import ops
 from .errors import StalePlanError, TakebackError, UsageError
-from .model import DIR, Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
+from .model import DIR, Change, Entry, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
 from .scan import in_scope
 
 if TYPE_CHECKING:
@@ -227,7 +227,13 @@ class Session:
         )
 
     def _try_snapshot(
-        self, kind: str, *, turn: int | None = None, step: int | None = None, message: str = ""
+        self,
+        kind: str,
+        *,
+        turn: int | None = None,
+        step: int | None = None,
+        message: str = "",
+        also: Callable[[SnapshotInfo], None] | None = None,
     ) -> SnapshotInfo | None:
         ws = self.workspace
         try:
@@ -238,6 +244,7 @@ class Session:
                 turn=turn,
                 step=step,
                 message=message,
+                also=also,
             )
         except Exception as e:  # noqa: BLE001 - a failed snapshot never stops the agent
             ws.emit(
@@ -895,9 +902,18 @@ class Step:
             )
 
     def _begin(self, store: Store) -> Step:
+        name, n = self.session.name, self.n
+
+        def started(info: SnapshotInfo) -> None:  # in the snapshot row's commit
+            store.meta.set_step_start(name, n, before=info.id, turn=self.turn or None)
+
         with ops.shared_lock(store):
             self.before = self.session._try_snapshot(
-                "step", turn=self.turn or None, step=self.n, message=self.label
+                "step",
+                turn=self.turn or None,
+                step=self.n,
+                message=self.label,
+                also=None if self._own_turn else started,
             )
             if self.before is None:
                 self._own_turn = False  # nothing to take back from: no turn either
@@ -905,10 +921,8 @@ class Step:
             if self._own_turn:
                 # The step's snapshot is the turn's "before" too: one scan, not two.
                 self.turn = ops.begin_turn(store, self.session.name, self.label, self.before.id)
-            with store.meta.tx():
-                store.meta.set_step_start(
-                    self.session.name, self.n, before=self.before.id, turn=self.turn or None
-                )
+                with store.meta.tx():
+                    started(self.before)
         return self
 
     def __enter__(self) -> Step:
@@ -958,39 +972,72 @@ class Step:
     def _finish(self, exit_code: int | None, unconfirmed: bool = False) -> None:
         ws = self.session.workspace
         store = ws.open_store()
+        name, n = self.session.name, self.n
+        joined: list[tuple[str, Entry | None, Entry | None]] | None = None
+
+        def finished(info: SnapshotInfo | None) -> None:  # in the snapshot row's commit
+            nonlocal joined
+            store.meta.finish_step(name, n, info.id if info else None, exit_code)
+            if info is not None and self.before is not None and self._in_turn(store):
+                joined = self._join(store, info, unconfirmed)
+
         with ops.shared_lock(store):
             if self.is_command:
                 self.after = self.session._try_snapshot(
-                    "step-after", turn=self.turn or None, step=self.n, message=self.label
+                    "step-after",
+                    turn=self.turn or None,
+                    step=self.n,
+                    message=self.label,
+                    also=finished,
                 )
-            with store.meta.tx():
-                store.meta.finish_step(
-                    self.session.name, self.n, self.after.id if self.after else None, exit_code
-                )
+            if self.after is None:
+                with store.meta.tx():
+                    finished(None)
             if self.is_command and self.before and self.after:
-                self._record_changes(store, unconfirmed)
+                self._record_changes(store, unconfirmed, joined)
         if self._own_turn and self.turn:
             Turn(self.session, self.turn, self.label).end()
 
-    def _record_changes(self, store: Store, unconfirmed: bool = False) -> None:
-        """What a command changed: joined to its turn, or announced now outside one."""
+    def _in_turn(self, store: Store) -> bool:
+        """Whether the step's turn is open (what the command changes joins it)."""
+        row = store.meta.turn_row(self.session.name, self.turn) if self.turn else None
+        return row is not None and row.state == "open"
+
+    def _join(
+        self, store: Store, after: SnapshotInfo, unconfirmed: bool, *, commit: bool = False
+    ) -> list[tuple[str, Entry | None, Entry | None]]:
+        """Join what the command changed to its open turn (in the caller's transaction)."""
+        assert self.before is not None and self.turn is not None
+        return ops.join_command(
+            self.session.workspace.recording(),
+            self.session.name,
+            self.turn,
+            self.before.tree,
+            after.tree,
+            self.tool_call_ids[0] if self.tool_call_ids else None,
+            before_at=self.before.created_at,
+            unconfirmed=unconfirmed,
+            commit=commit,
+        )
+
+    def _record_changes(
+        self,
+        store: Store,
+        unconfirmed: bool = False,
+        joined: list[tuple[str, Entry | None, Entry | None]] | None = None,
+    ) -> None:
+        """What a command changed: joined to its turn, or announced now outside one.
+
+        ``joined``: what :meth:`_join` joined already, in the snapshot's commit.
+        """
         assert self.before is not None and self.after is not None
         ws = self.session.workspace
         call = self.tool_call_ids[0] if self.tool_call_ids else None
-        row = store.meta.turn_row(self.session.name, self.turn) if self.turn else None
-        in_turn = row is not None and row.state == "open"
-        if in_turn:
-            assert self.turn is not None
-            deltas = ops.join_command(
-                ws.recording(),
-                self.session.name,
-                self.turn,
-                self.before.tree,
-                self.after.tree,
-                call,
-                before_at=self.before.created_at,
-                unconfirmed=unconfirmed,
-            )
+        in_turn = joined is not None or self._in_turn(store)
+        if joined is not None:
+            deltas = joined
+        elif in_turn:
+            deltas = self._join(store, self.after, unconfirmed, commit=True)
         else:
             deltas = [
                 (p, a, b)

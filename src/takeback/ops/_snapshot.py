@@ -290,10 +290,14 @@ def record(
     step: int | None = None,
     message: str = "",
     save: Callable[[], None] | None = None,
+    also: Callable[[SnapshotInfo], None] | None = None,
 ) -> SnapshotInfo:
     """Write the snapshot row for a scan whose objects are committed; say so to the sink.
 
-    ``save`` (what :func:`_scan` returned) saves the scan's cache in the same commit.
+    ``save`` (what :func:`_scan` returned) saves the scan's cache in the same commit, and
+    ``also`` writes the rows that name the snapshot (a step's start or end) in it too:
+    one synced commit where there were several, and never a row naming a snapshot that
+    a crash left unwritten.
     """
     store = rec.store
     created = time.time()
@@ -322,6 +326,8 @@ def record(
         if save is not None:
             save()
         store.meta.add_snapshot(info)
+        if also is not None:
+            also(info)
     rec.emit(
         {
             "event": "snapshot.taken",
@@ -343,8 +349,12 @@ def take(
     step: int | None = None,
     message: str = "",
     on_progress: Callable[[int], None] | None = None,
+    also: Callable[[SnapshotInfo], None] | None = None,
 ) -> SnapshotInfo:
-    """Scan and record a snapshot; the order is objects, trees, then the row."""
+    """Scan and record a snapshot; the order is objects, trees, then the row.
+
+    ``also``: rows written in the snapshot row's commit (see :func:`record`).
+    """
     store, opts = rec.store, rec.options
     with store.lock(exclusive=False):
         result, save = _scan(store, opts, on_progress=on_progress)
@@ -357,4 +367,5 @@ def take(
             step=step,
             message=message,
             save=save,
+            also=also,
         )

@@ -25,7 +25,7 @@ import hashlib
 import stat
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 
 from .._fs import SafeRoot
 from ..errors import PathError
@@ -229,8 +229,12 @@ def join_command(
     *,
     before_at: float | None = None,
     unconfirmed: bool = False,
+    commit: bool = True,
 ) -> list[tuple[str, Entry | None, Entry | None]]:
     """Add the paths a command changed to the turn, with their state before the command.
+
+    ``commit``: in a transaction of its own (False: the caller's, already open, which
+    commits them with its own rows).
 
     ``before_at`` is when that state was seen (the snapshot before the command): a path
     already kept from a later moment (a command that began after this one but finished
@@ -279,7 +283,7 @@ def join_command(
             if scope.ignored(p, is_dir=b is not None and b.kind == DIR, index=False):
                 continue
         deltas.append((p, a, b))
-    with store.meta.tx():
+    with store.meta.tx() if commit else nullcontext():
         for path, old, _new in deltas:
             # A folder is kept as one (its mode), not as its tree: its files are changes
             # of their own.
