@@ -453,7 +453,6 @@ def apply(
     """
     tag = secrets.token_hex(4)
     root = SafeRoot(store.root, tmp_tag=tag)
-    get_tree = store.objects.get_tree
     todo = checked.todo
     result = Applied(
         not_restored=list(checked.not_restored),
@@ -466,15 +465,7 @@ def apply(
     _prove_kept(store, root, todo)
     # Every object to write is read and checked before the first write, so a damaged store
     # refuses the operation instead of leaving it half done.
-    blobs: dict[str, bytes] = {}
-    held = 0
-    for m in todo:
-        w = m.write
-        if w is not None and w.kind in (FILE, LINK) and w.oid not in blobs:
-            data = store.objects.get(w.oid)
-            if held + len(data) <= _HOLD_BYTES:
-                blobs[w.oid] = data
-                held += len(data)
+    blobs = _hold_blobs(store, todo)
     if claim is not None:
         claim([(m.path, m.now) for m in todo])
     remove_stale_temps(store, store.read_journal())
@@ -487,125 +478,23 @@ def apply(
             "planned": [m.path for m in todo],
         }
     )
+    w = _Writer(store, root, result, blobs, len(todo), on_progress)
     try:
-        total = len(todo)
-        done = 0
-
-        def tick() -> None:
-            nonlocal done
-            done += 1
-            if on_progress is not None:
-                on_progress(done, total)
-
-        def attempt(path: str, fn: Callable[..., object], *args: object) -> bool:
-            try:
-                fn(*args)
-                return True
-            except (OSError, PathError):
-                result.failed.append(path)
-                return False
-
-        def unchanged(path: str, expected: Entry | None) -> bool:
-            """Whether the disk still holds what the move was checked against; else leave it."""
-            try:
-                if disk_matches(root, path, expected):
-                    return True
-            except (OSError, PathError):
-                result.failed.append(path)  # a symlink on the way: never written through
-                return False
-            if expected is None:
-                result.left[path] = IN_THE_WAY
-            else:
-                result.left[path] = "changed during the operation"
-                result.failed.append(path)
-            return False
-
         opened = _open_parents(root, todo)
         removals = [
             m
             for m in todo
             if m.now is not None and (m.write is None or _kind(m.now) != _kind(m.write))
         ]
-        removed_files: list[str] = []
-        for m in removals:
-            if m.now is not None and m.now.kind != DIR:
-                if unchanged(m.path, m.now) and attempt(m.path, root.remove, m.path):
-                    removed_files.append(m.path)
-                    if m.write is None:
-                        result.restored.append(m.path)
-                tick()
-        blocked: set[str] = set()
-        for m in sorted(
-            (m for m in removals if m.now is not None and m.now.kind == DIR),
-            key=lambda m: m.path.count("/"),
-            reverse=True,
-        ):
-            gone = False
-            try:
-                gone = root.remove_dir(m.path)
-            except (OSError, PathError):
-                result.failed.append(m.path)
-            if not gone:
-                # Something out of scope (an ignored file) still lives there: keep the folder.
-                result.kept_dirs.append(m.path)
-                blocked.add(m.path)
-            elif m.write is None:
-                result.restored.append(m.path + "/")
-            tick()
+        removed_files = w.remove_files(removals)
+        blocked = w.remove_dirs(removals)
         if prune_to is not None:
             for path in removed_files:
-                _prune(root, path, prune_to, get_tree)
-
+                _prune(root, path, prune_to, store.objects.get_tree)
         dirs = [m for m in todo if m.write is not None and m.write.kind == DIR]
-        for m in sorted(dirs, key=lambda m: m.path.count("/")):
-            if m.now is None or m.now.kind != DIR:
-                st = lstat_or_none(root, m.path)
-                if st is not None and stat.S_ISDIR(st.st_mode):
-                    continue  # already there (made for a file below it)
-                if unchanged(m.path, None):
-                    attempt(m.path, root.make_dir, m.path, 0o700)
-            elif m.now.mode | 0o700 != m.now.mode:
-                # Open it to us while its contents are written (the final mode comes last).
-                attempt(m.path, root.chmod_dir, m.path, m.now.mode | 0o700)
-        made: list[str] = []
-        for m in todo:
-            w = m.write
-            if w is None or w.kind == DIR:
-                continue
-            if m.path in blocked:
-                result.failed.append(m.path)  # files someone put in the folder since
-                tick()
-                continue
-            same_kind = m.now is not None and _kind(m.now) == _kind(w)
-            if m.path in result.left or not unchanged(m.path, m.now if same_kind else None):
-                tick()
-                continue
-            missing = _missing_parents(root, m.path)
-            if attempt(m.path, _write, store, root, m.path, w, blobs):
-                result.restored.append(m.path)
-                made.extend(missing)
-            tick()
-
-        # Final modes, deepest first, so that a read-only folder is closed after its contents.
-        final: dict[str, int] = {}
-        if folder_modes is not None:
-            for d in made:
-                e = lookup(get_tree, folder_modes, d)
-                if e is not None and e.kind == DIR:
-                    final[d] = e.mode
-        for d, mode in opened.items():
-            if lstat_or_none(root, d) is not None:  # not removed since
-                final.setdefault(d, mode)
-        for m in dirs:
-            assert m.write is not None
-            final[m.path] = m.write.mode
-        targets = {m.path for m in dirs}
-        for d in sorted(final, key=lambda d: d.count("/"), reverse=True):
-            ok = attempt(d + "/", root.chmod_dir, d, final[d])
-            if ok and d in targets:
-                result.restored.append(d + "/")
-            if d in targets:
-                tick()
+        w.make_dirs(dirs)
+        made = w.write_files(todo, blocked)
+        w.final_modes(dirs, made, opened, folder_modes)
         store.clear_journal()
     except StoreError as e:
         # The store failed (its connection lost) after the first write: not "refused
@@ -614,6 +503,170 @@ def apply(
     result.restored.sort()
     result.failed = sorted(set(result.failed))
     return result
+
+
+def _hold_blobs(store: Store, todo: Sequence[Move]) -> dict[str, bytes]:
+    """Read (and so check) every object to write; keep up to ``_HOLD_BYTES`` of them."""
+    blobs: dict[str, bytes] = {}
+    held = 0
+    for m in todo:
+        w = m.write
+        if w is not None and w.kind in (FILE, LINK) and w.oid not in blobs:
+            data = store.objects.get(w.oid)
+            if held + len(data) <= _HOLD_BYTES:
+                blobs[w.oid] = data
+                held += len(data)
+    return blobs
+
+
+class _Writer:
+    """The writes of one :func:`apply`, phase by phase, each told in ``result``."""
+
+    def __init__(
+        self,
+        store: Store,
+        root: SafeRoot,
+        result: Applied,
+        blobs: dict[str, bytes],
+        total: int,
+        on_progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self.store = store
+        self.root = root
+        self.result = result
+        self.blobs = blobs
+        self.total = total
+        self.done = 0
+        self.on_progress = on_progress
+
+    def tick(self) -> None:
+        """One move is done (or given up)."""
+        self.done += 1
+        if self.on_progress is not None:
+            self.on_progress(self.done, self.total)
+
+    def attempt(self, path: str, fn: Callable[..., object], *args: object) -> bool:
+        """Do one write; a failure is named in ``failed`` and the others go on."""
+        try:
+            fn(*args)
+            return True
+        except (OSError, PathError):
+            self.result.failed.append(path)
+            return False
+
+    def unchanged(self, path: str, expected: Entry | None) -> bool:
+        """Whether the disk still holds what the move was checked against; else leave it."""
+        try:
+            if disk_matches(self.root, path, expected):
+                return True
+        except (OSError, PathError):
+            self.result.failed.append(path)  # a symlink on the way: never written through
+            return False
+        if expected is None:
+            self.result.left[path] = IN_THE_WAY
+        else:
+            self.result.left[path] = "changed during the operation"
+            self.result.failed.append(path)
+        return False
+
+    def remove_files(self, removals: Sequence[Move]) -> list[str]:
+        """Remove what is not a folder among ``removals``; return the paths removed."""
+        removed: list[str] = []
+        for m in removals:
+            if m.now is not None and m.now.kind != DIR:
+                if self.unchanged(m.path, m.now) and self.attempt(m.path, self.root.remove, m.path):
+                    removed.append(m.path)
+                    if m.write is None:
+                        self.result.restored.append(m.path)
+                self.tick()
+        return removed
+
+    def remove_dirs(self, removals: Sequence[Move]) -> set[str]:
+        """Remove the folders among ``removals``, deepest first; return those that stay."""
+        blocked: set[str] = set()
+        for m in sorted(
+            (m for m in removals if m.now is not None and m.now.kind == DIR),
+            key=lambda m: m.path.count("/"),
+            reverse=True,
+        ):
+            gone = False
+            try:
+                gone = self.root.remove_dir(m.path)
+            except (OSError, PathError):
+                self.result.failed.append(m.path)
+            if not gone:
+                # Something out of scope (an ignored file) still lives there: keep the folder.
+                self.result.kept_dirs.append(m.path)
+                blocked.add(m.path)
+            elif m.write is None:
+                self.result.restored.append(m.path + "/")
+            self.tick()
+        return blocked
+
+    def make_dirs(self, dirs: Sequence[Move]) -> None:
+        """Make the folders to write, parents first, private until filled."""
+        for m in sorted(dirs, key=lambda m: m.path.count("/")):
+            if m.now is None or m.now.kind != DIR:
+                st = lstat_or_none(self.root, m.path)
+                if st is not None and stat.S_ISDIR(st.st_mode):
+                    continue  # already there (made for a file below it)
+                if self.unchanged(m.path, None):
+                    self.attempt(m.path, self.root.make_dir, m.path, 0o700)
+            elif m.now.mode | 0o700 != m.now.mode:
+                # Open it to us while its contents are written (the final mode comes last).
+                self.attempt(m.path, self.root.chmod_dir, m.path, m.now.mode | 0o700)
+
+    def write_files(self, todo: Sequence[Move], blocked: set[str]) -> list[str]:
+        """Write every file and link; return the folders made on the way to them."""
+        made: list[str] = []
+        for m in todo:
+            w = m.write
+            if w is None or w.kind == DIR:
+                continue
+            if m.path in blocked:
+                self.result.failed.append(m.path)  # files someone put in the folder since
+                self.tick()
+                continue
+            same_kind = m.now is not None and _kind(m.now) == _kind(w)
+            if m.path in self.result.left or not self.unchanged(
+                m.path, m.now if same_kind else None
+            ):
+                self.tick()
+                continue
+            missing = _missing_parents(self.root, m.path)
+            if self.attempt(m.path, _write, self.store, self.root, m.path, w, self.blobs):
+                self.result.restored.append(m.path)
+                made.extend(missing)
+            self.tick()
+        return made
+
+    def final_modes(
+        self,
+        dirs: Sequence[Move],
+        made: Sequence[str],
+        opened: dict[str, int],
+        folder_modes: str | None,
+    ) -> None:
+        """Give folders their final modes, deepest first (a read-only one closes last)."""
+        final: dict[str, int] = {}
+        if folder_modes is not None:
+            for d in made:
+                e = lookup(self.store.objects.get_tree, folder_modes, d)
+                if e is not None and e.kind == DIR:
+                    final[d] = e.mode
+        for d, mode in opened.items():
+            if lstat_or_none(self.root, d) is not None:  # not removed since
+                final.setdefault(d, mode)
+        for m in dirs:
+            assert m.write is not None
+            final[m.path] = m.write.mode
+        targets = {m.path for m in dirs}
+        for d in sorted(final, key=lambda d: d.count("/"), reverse=True):
+            ok = self.attempt(d + "/", self.root.chmod_dir, d, final[d])
+            if ok and d in targets:
+                self.result.restored.append(d + "/")
+            if d in targets:
+                self.tick()
 
 
 def _lost_store(
