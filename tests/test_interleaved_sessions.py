@@ -57,7 +57,7 @@ from hypothesis.stateful import (
 )
 
 import takeback
-from takeback.integrations.claude_code._deadline import HookCall
+from takeback.integrations.claude_code._call import HookCall
 from takeback.integrations.claude_code._hook import run
 from takeback.integrations.claude_code._log import LOG_NAME
 

@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from takeback import ServicePaths, ask_service
 from takeback.integrations import _service
 from takeback.ops import Options, scan
+from takeback.scan._service import ServicePaths, ask_service
 from takeback.store import FolderStore
 
 from ._service import alive, full_scan, full_tree, running_service, stop_for_good
@@ -510,7 +510,7 @@ def test_a_prompt_hook_starts_the_service_and_later_calls_use_it(
 def test_every_change_completed_before_a_question_is_in_its_answer(tmp_path: Path) -> None:
     # The kernel queues an inotify event inside the file-system call, so a change whose
     # call returned is in the queue when the watcher drains it: no wait, no settling.
-    from takeback import Watcher
+    from takeback.scan._watcher import Watcher
 
     root = tmp_path / "ws"
     _seed_tree(root)
@@ -544,7 +544,8 @@ def test_the_watch_limit_met_leaves_the_unwatched_part_to_every_scan(
     # all below them, by every snapshot: exact, and no full scan of the rest.
     import errno
 
-    from takeback import Watcher, answer_here
+    from takeback.scan._service import answer_here
+    from takeback.scan._watcher import Watcher
 
     root = tmp_path / "ws"
     _seed_tree(root)

@@ -174,11 +174,8 @@ def test_the_hook_bound_is_configurable(ws_dir: Path, store_dir: Path) -> None:
 
 
 def test_a_first_full_scan_gets_the_longer_bound(ws_dir: Path, store_dir: Path) -> None:
-    from takeback.integrations.claude_code._deadline import (
-        FIRST_SCAN_TIMEOUT,
-        Deadline,
-        HookCall,
-    )
+    from takeback.integrations.claude_code._call import HookCall
+    from takeback.integrations.claude_code._deadline import FIRST_SCAN_TIMEOUT, Deadline
     from takeback.integrations.claude_code._hook import run as run_hook
 
     class Recording(Deadline):

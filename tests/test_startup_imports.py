@@ -169,6 +169,7 @@ RELAY_HOOK = RELAY | {
     "takeback.cli.hook_cmd",
     "takeback.errors",
     "takeback.integrations.claude_code",
+    "takeback.integrations.claude_code._call",
     "takeback.integrations.claude_code._deadline",
     # loaded with the bound, so that its expiry (a signal) never has to import
     "takeback.integrations.claude_code._log",

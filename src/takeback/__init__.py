@@ -45,8 +45,6 @@ if TYPE_CHECKING:
         SessionUsage,
         TurnOpResult,
     )
-    from .scan._service import ServicePaths, ServiceReply, answer_here, ask_service
-    from .scan._watcher import Watcher
     from .store._pg_address import StoreAddress
     from .workspace import (
         DEFAULT_SESSION,
@@ -83,8 +81,6 @@ _WHERE = {
     "RootMismatchError": "errors",
     "ScanError": "errors",
     "Session": "workspace",
-    "ServicePaths": "scan._service",
-    "ServiceReply": "scan._service",
     "SessionInfo": "model",
     "SessionUsage": "ops",
     "SnapshotInfo": "model",
@@ -101,10 +97,7 @@ _WHERE = {
     "TurnInfo": "model",
     "TurnOpResult": "ops",
     "UsageError": "errors",
-    "Watcher": "scan._watcher",
     "Workspace": "workspace",
-    "answer_here": "scan._service",
-    "ask_service": "scan._service",
     "copy_history": "workspace",
     "find_root": "workspace",
 }
@@ -132,8 +125,6 @@ __all__ = [
     "RewindResult",
     "RootMismatchError",
     "ScanError",
-    "ServicePaths",
-    "ServiceReply",
     "Session",
     "SessionInfo",
     "SessionUsage",
@@ -151,11 +142,8 @@ __all__ = [
     "TurnInfo",
     "TurnOpResult",
     "UsageError",
-    "Watcher",
     "Workspace",
     "__version__",
-    "answer_here",
-    "ask_service",
     "copy_history",
     "find_root",
 ]

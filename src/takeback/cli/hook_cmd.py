@@ -27,7 +27,8 @@ TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__in
 if TYPE_CHECKING:
     import argparse
 
-    from ..integrations.claude_code._deadline import Deadline, HookCall
+    from ..integrations.claude_code._call import HookCall
+    from ..integrations.claude_code._deadline import Deadline
     from ._app import Ctx
 
 HELP = "the entry point an agent's hooks call (reads the hook's JSON on stdin)"
@@ -59,7 +60,7 @@ def is_hook_call(argv: Sequence[str]) -> bool:
 
 def parse(argv: Sequence[str]) -> HookCall:
     """Return the options of a hook call; what cannot be read is kept as a problem."""
-    from ..integrations.claude_code._deadline import HookCall
+    from ..integrations.claude_code._call import HookCall
 
     call = HookCall(agent="")
     line = read(argv, _VALUED, _FLAGS)
@@ -190,7 +191,8 @@ def _relayed(argv: Sequence[str], call: HookCall, raw: bytes, deadline: Deadline
 def run(ctx: Ctx) -> int:
     """Handle a hook call that came through the full parser (``cli.main`` normally doesn't)."""
     from ..integrations._agent_hook import run as run_hook
-    from ..integrations.claude_code._deadline import Deadline, HookCall
+    from ..integrations.claude_code._call import HookCall
+    from ..integrations.claude_code._deadline import Deadline
 
     call = HookCall(
         agent=ctx.args.agent,

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 
 from ..errors import UsageError
-from .claude_code._deadline import AGENT as CLAUDE_CODE
+from .claude_code._call import AGENT as CLAUDE_CODE
 from .claude_code._payload import MANY_FILES, Payload
 from .claude_code._payload import load as load  # every reader's (ah.load)
 
@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from .claude_code._deadline import Deadline, HookCall
+    from .claude_code._call import HookCall
+    from .claude_code._deadline import Deadline
 
 #: the agents ``takeback hook`` and ``takeback hooks`` know -> the module reading them
 AGENTS: dict[str, str] = {

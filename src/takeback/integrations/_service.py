@@ -39,9 +39,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .. import ServicePaths, answer_here, ask_service
 from .. import _wire as wire
 from .._where import foreign_folder, peer_uid, via_short_path
+from ..scan._service import ServicePaths, answer_here, ask_service
 from ..store import hold_databases
 
 #: Runs one command line handed over by the relay: (argv, cwd, env, stdin) -> (exit
@@ -306,7 +306,7 @@ class _Service:
         self.full_every = full_every
         self.faults = faults
         self.id = os.urandom(8).hex()
-        from .. import Watcher  # inotify: loaded by the service, never by a hook call
+        from ..scan._watcher import Watcher  # inotify: loaded by the service, never by a hook call
 
         self.watcher = Watcher(root, exclude=[store_path])
         self.started = time.time()

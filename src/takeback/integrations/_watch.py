@@ -171,7 +171,7 @@ class Activity:
         try:
             if poll:
                 raise ImportError("polling asked for")
-            from .. import Watcher
+            from ..scan._watcher import Watcher
         except ImportError:  # no inotify here: the tree is polled
             self._watcher = None
         else:

@@ -8,7 +8,8 @@
 
 Agent-neutral, shared by every agent's hook call:
 
-- ``_deadline``: what a ``takeback hook`` process was given, and its time bound;
+- ``_call``: what a ``takeback hook`` process was given;
+- ``_deadline``: its time bound;
 - ``_pending``: command steps begun by one process and finished by another;
 - ``_baseline``: the workspace's first snapshot, begun in a detached process;
 - ``_log``: ``hook.log``, where a call that failed open says why.

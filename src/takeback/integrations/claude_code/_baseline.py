@@ -17,7 +17,7 @@ from collections.abc import Mapping
 TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
     from ... import Workspace
-    from ._deadline import HookCall
+    from ._call import HookCall
 
 #: held (exclusively) while a detached process takes the workspace's first snapshot
 BASELINE_LOCK = os.path.join("claude-code", "baseline.lock")

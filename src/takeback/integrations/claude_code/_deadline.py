@@ -15,10 +15,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from ._call import HookCall
     from ._payload import Payload
 
-#: the agent whose words the hook payloads are read into
-AGENT = "claude-code"
 #: How long one hook call may run before it gives up (``TAKEBACK_HOOK_TIMEOUT``, seconds;
 #: 0 turns the bound off). Far above what a call takes on 100,000 files (under a second,
 #: unless it must read every file), far below "forever".
@@ -145,25 +144,3 @@ class Deadline:
             )
         finally:
             os._exit(0)
-
-
-class HookCall:
-    """What one ``takeback hook`` process was given (``problems``: what could not be read)."""
-
-    def __init__(
-        self,
-        *,
-        agent: str = AGENT,
-        root: str | None = None,
-        store: str | None = None,
-        session: str | None = None,
-        max_file_bytes: int | None = None,
-        event: str | None = None,
-    ) -> None:
-        self.agent = agent
-        self.event = event  # for an agent whose payloads do not name their event
-        self.root = root
-        self.store = store
-        self.session = session
-        self.max_file_bytes = max_file_bytes
-        self.problems: list[str] = []

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 
 from ...errors import UsageError
 from ._baseline import BASELINE_ENV, session_start, start_baseline, wait_for_baseline
-from ._deadline import AGENT, FIRST_SCAN_TIMEOUT
+from ._call import AGENT
+from ._deadline import FIRST_SCAN_TIMEOUT
 from ._log import append_log, describe, fallback_log_dir, log_event, log_line
 from ._payload import (
     COMMAND_TOOLS,
@@ -34,6 +35,7 @@ from ._payload import (
     choose_root,
     expand_user,
     label,
+    make_workspace,
     parse_payload,
 )
 from ._pending import Pending
@@ -44,7 +46,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ... import Session, Step, Turn, Workspace
-    from ._deadline import Deadline, HookCall
+    from ._call import HookCall
+    from ._deadline import Deadline
     from ._payload import Payload
 
 
@@ -183,19 +186,6 @@ def handle(
 
 
 # -- the baseline, begun when the session starts ---------------------------------------
-
-
-def make_workspace(
-    root: str, store: str | None, max_file_bytes: int | None, env: Mapping[str, str]
-) -> Workspace:
-    from ... import Workspace
-    from .._data_dir import user_data_dir
-
-    # Read from the environment here: asking platformdirs costs each call its import.
-    data_dir = user_data_dir(env)
-    if max_file_bytes is not None:
-        return Workspace(root, store=store, data_dir=data_dir, max_file_bytes=max_file_bytes)
-    return Workspace(root, store=store, data_dir=data_dir)
 
 
 def run(

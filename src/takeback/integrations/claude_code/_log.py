@@ -12,13 +12,13 @@ import time
 from collections.abc import Mapping
 
 from ...errors import TakebackError, UsageError
-from ._deadline import AGENT
+from ._call import AGENT
 
 TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
     from typing import Any
 
-    from ._deadline import HookCall
+    from ._call import HookCall
     from ._payload import Payload
 
 LOG_NAME = "hook.log"
@@ -55,8 +55,7 @@ def fallback_log_dir(
 
     For a database, this machine's folder for it (an address is never a folder name).
     """
-    from ._hook import make_workspace
-    from ._payload import choose_root
+    from ._payload import choose_root, make_workspace
 
     if store and not store.startswith(("postgresql://", "postgres://")):
         return store

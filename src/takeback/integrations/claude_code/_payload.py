@@ -13,11 +13,13 @@ import os
 from collections.abc import Mapping
 
 from ...errors import UsageError
-from ._deadline import AGENT
+from ._call import AGENT
 
 TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
     from typing import Any
+
+    from ... import Workspace
 
 #: file tools -> the key of ``tool_input`` that names the file they write
 FILE_TOOLS: dict[str, str] = {
@@ -183,3 +185,16 @@ def expand_user(path: str, env: Mapping[str, str]) -> str:
     if home and (path == "~" or path[1] in ("/", os.sep)):
         return os.path.join(home, path[2:]) if len(path) > 2 else home
     return os.path.expanduser(path)
+
+
+def make_workspace(
+    root: str, store: str | None, max_file_bytes: int | None, env: Mapping[str, str]
+) -> Workspace:
+    from ... import Workspace
+    from .._data_dir import user_data_dir
+
+    # Read from the environment here: asking platformdirs costs each call its import.
+    data_dir = user_data_dir(env)
+    if max_file_bytes is not None:
+        return Workspace(root, store=store, data_dir=data_dir, max_file_bytes=max_file_bytes)
+    return Workspace(root, store=store, data_dir=data_dir)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..._fs import atomic_write
 from ...errors import UsageError
-from ._deadline import AGENT
+from ._call import AGENT
 from ._payload import COMMAND_TOOLS, FILE_TOOLS
 
 #: the events takeback installs, and their matchers (None: the event takes none). Only
