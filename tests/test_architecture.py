@@ -235,12 +235,12 @@ EDGE_EXCEPTIONS = {
     # scan layer's own watcher and reply, and a call that finds no service says so to
     # the scan (``answer_here``). These are the service's plumbing, not the library's
     # API, so they are not in ``__all__``.
-    ("integrations._service", "scan._service", "ServicePaths"),
-    ("integrations._service", "scan._service", "answer_here"),
-    ("integrations._service", "scan._service", "ask_service"),
+    ("integrations._service", "scan._service_client", "ServicePaths"),
+    ("integrations._service", "scan._service_client", "answer_here"),
+    ("integrations._service", "scan._service_client", "ask_service"),
     ("integrations._service", "scan._watcher", "Watcher"),
     ("integrations._watch", "scan._watcher", "Watcher"),
-    ("cli._relay", "scan._service", "answer_here"),
+    ("cli._relay", "scan._service_client", "answer_here"),
     # The service keeps its store's databases open between the calls it runs, so that
     # each call's close does not checkpoint and remove the write-ahead log.
     ("integrations._service", "store", "hold_databases"),

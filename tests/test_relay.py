@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from takeback.integrations import _service
-from takeback.scan._service import ask_service
+from takeback.scan._service_client import ask_service
 from takeback.store import default_store_path
 from tests._service import alive, running_service
 from tests.conftest import CLI
@@ -306,7 +306,7 @@ def test_a_service_that_answers_garbage_gets_no_call_and_it_runs_here(
 ) -> None:
     import threading
 
-    from takeback.scan._service import ServicePaths
+    from takeback.scan._service_client import ServicePaths
 
     tb("snapshot")
     paths = ServicePaths(str(store_dir))

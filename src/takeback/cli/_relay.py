@@ -58,7 +58,7 @@ class BrokeOff(Exception):  # noqa: N818 - what happened, not a bug
 
 def _stuck(store_path: str) -> None:
     """The service did not take a call in time: the call's own scans do not ask it again."""
-    from ..scan._service import answer_here
+    from ..scan._service_client import answer_here
 
     answer_here(store_path, f"the service did not answer within {WAIT_TAKEN:g} s")
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..scan import Scanner
-from ..scan._service import Mark
+from ..scan._service_client import Mark
 from ..store import Store
 from ._snapshot import MARK_KEY, stored_cache
 

@@ -1,7 +1,7 @@
 """Scan layer: reading the workspace (the walk, the ignore rules, the stat cache).
 
 The watching service's watcher (``_watcher``, which loads inotify) and its client
-(``_service``) are imported where they are used, not here: a hook call that takes no
+(``_service_client``) are imported where they are used, not here: a hook call that takes no
 snapshot loads neither.
 """
 
