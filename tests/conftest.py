@@ -42,6 +42,13 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``e2e`` every test that runs the real ``takeback`` command (the ``tb`` fixture)."""
+    for item in items:
+        if "tb" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.e2e)
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Point HOME and the XDG folders at tmp_path; clear every TAKEBACK_* variable."""
