@@ -11,7 +11,14 @@ repository with everything committed, cached under ``--base``), for each N of th
 3. git's method beside each: ``GIT_INDEX_FILE=<copy of the index> git add -A && git
    write-tree`` on the same tree in the same round (the index carried between runs);
 
-and on the largest N of the curve, with the service running:
+6. the first snapshot of each N into a fresh store (wall clock and the process's peak
+   resident memory), and with ``--first-vs-git`` git's first ``add -A && write-tree``
+   into a new shadow repository of the same tree beside it;
+7. with the service, ``takeback rewind`` of the 10 changed files back to the snapshot
+   before them (its pre-rewind snapshot included), against a service-fed snapshot;
+
+and on the largest N of the curve (on every N with ``--hooks-all``), with the service
+running:
 
 4. a Bash hook call, ``PreToolUse`` and ``PostToolUse`` (10 files rewritten between them),
    each a real ``takeback hook claude-code`` process fed its JSON payload;
@@ -27,6 +34,11 @@ Run it with the project's virtualenv::
     .venv/bin/python bench/bench_service.py                 # 10,000 and 100,000 files
     .venv/bin/python bench/bench_service.py --sizes 10000   # quick
     .venv/bin/python bench/bench_service.py --with-300k --json > figures.json
+    .venv/bin/python bench/bench_service.py --sizes 100000,1000000 --hooks-all --first-vs-git
+
+With two sizes or more, the report ends with each figure at the largest N over the same
+figure at the smallest (a fast path whose cost follows the changes, not the tree, stays
+near 1.0x).
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -102,6 +115,51 @@ class Round:
         scan = json.loads(proc.stdout)["scan"]
         if scan["mode"] != want:
             self.errors.append(f"expected a {want} scan, got {scan}")
+        return dt
+
+    def snapshot_id(self, want: str) -> str:
+        """An untimed snapshot (``want`` checked); return its id."""
+        cmd = [self.tb, "snapshot", "--root", str(self.tree.root), "--json"]
+        proc = subprocess.run(cmd, capture_output=True, check=True, env=self.env())
+        doc = json.loads(proc.stdout)
+        if doc["scan"]["mode"] != want:
+            self.errors.append(f"expected a {want} scan, got {doc['scan']}")
+        return str(doc["id"])
+
+    def rewind(self, to: str) -> float:
+        """``takeback rewind --to`` a snapshot, timed (its pre-rewind snapshot included)."""
+        cmd = [self.tb, "rewind", "--root", str(self.tree.root), "--to", to, "--json"]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, check=False, env=self.env())
+        dt = time.perf_counter() - t0
+        if proc.returncode != 0:
+            self.errors.append(f"rewind failed: {proc.stderr.decode(errors='replace')}")
+        return dt
+
+    def first(self) -> tuple[float, int]:
+        """The first snapshot into the fresh store: (seconds, peak resident bytes)."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        dt = self.snapshot("full")
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        # ru_maxrss of the children is the largest of any: the first snapshot is the
+        # largest of this process's children so far, unless an earlier one was larger.
+        return dt, peak * 1024 if peak > before else -1
+
+    def git_first(self) -> float:
+        """git's first snapshot: a new shadow repository of the tree (init included)."""
+        gitdir = self.work / "shadow.git"
+        shutil.rmtree(gitdir, ignore_errors=True)
+        root = str(self.tree.root)
+        env = git_env()
+        wt = ["git", f"--git-dir={gitdir}", f"--work-tree={root}"]
+        t0 = time.perf_counter()
+        subprocess.run(["git", f"--git-dir={gitdir}", "init", "-q"], cwd=root, env=env, check=True)
+        subprocess.run([*wt, "add", "-A"], cwd=root, env=env, check=True)
+        subprocess.run(
+            [*wt, "write-tree"], cwd=root, env=env, check=True, stdout=subprocess.DEVNULL
+        )
+        dt = time.perf_counter() - t0
+        shutil.rmtree(gitdir, ignore_errors=True)
         return dt
 
     def lib_snapshot(self, want: str) -> float:
@@ -195,6 +253,24 @@ def measure_snapshots(r: Round, repeat: int, mode: str) -> dict[str, float]:
     }
 
 
+def measure_rewinds(r: Round, repeat: int) -> dict[str, float]:
+    """A rewind of 10 changed files with the service, against a service-fed snapshot."""
+    rewinds, snaps = [], []
+    for _ in range(repeat):
+        r.settle()
+        before = r.snapshot_id("service")
+        r.change()
+        r.settle()
+        snaps.append(r.snapshot("service"))
+        rewinds.append(r.rewind(before))
+        r.last_write = time.time()
+    return {
+        "rewind_s": median(rewinds),
+        "snapshot_s": median(snaps),
+        "rewind_vs_snapshot": median(rewinds) / median(snaps),
+    }
+
+
 def measure_hooks(r: Round, repeat: int, baseline: str | None) -> dict[str, float]:
     """Bash pre/post and a file tool's call with the service running; start-up beside.
 
@@ -256,8 +332,9 @@ def run_size(args: argparse.Namespace, n: int, hooks: bool) -> dict[str, Any]:
         r = Round(tree, tb, setting.work)
         shutil.copyfile(tree.root / ".git" / "index", r.git_state)
         warm_cache(tree)
-        log(f"{n} files: first snapshot (untimed)")
-        r.snapshot("full")
+        log(f"{n} files: first snapshot")
+        out["first_s"], out["first_peak_rss_bytes"] = r.first()
+        out["git_first_s"] = r.git_first() if args.first_vs_git else None
         r.git()
         log(f"{n} files: without the service")
         out["full"] = measure_snapshots(r, args.repeat, "full")
@@ -268,6 +345,8 @@ def run_size(args: argparse.Namespace, n: int, hooks: bool) -> dict[str, Any]:
             r.snapshot("full")  # its first mark
             log(f"{n} files: with the service")
             out["service"] = measure_snapshots(r, args.repeat, "service")
+            log(f"{n} files: rewinds of 10 files with the service")
+            out["rewind"] = measure_rewinds(r, args.repeat)
             if hooks:
                 log(f"{n} files: hook calls with the service")
                 out["hooks"] = measure_hooks(r, args.repeat, args.baseline_src)
@@ -310,6 +389,18 @@ def print_report(results: list[dict[str, Any]], file: Any) -> None:
             f"{'':>8} service: start {fmt_s(res['service_start_s'])}, "
             f"{res['watches']} watches, RSS {res['service_rss_bytes'] / (1 << 20):.1f} MiB"
         )
+        rw = res["rewind"]
+        p(
+            f"{'':>8} rewind of 10 files (service) {fmt_s(rw['rewind_s'])}, "
+            f"{rw['rewind_vs_snapshot']:.2f}x a service-fed snapshot ({fmt_s(rw['snapshot_s'])})"
+        )
+        peak = res["first_peak_rss_bytes"]
+        first = f"{'':>8} first snapshot {fmt_s(res['first_s'])}"
+        first += f", peak RSS {peak / (1 << 20):.0f} MiB" if peak > 0 else ""
+        if res["git_first_s"]:
+            g = res["git_first_s"]
+            first += f"; git's first add {fmt_s(g)}: {res['first_s'] / g:.2f}x"
+        p(first)
     for res in results:
         if "hooks" not in res:
             continue
@@ -341,6 +432,20 @@ def print_report(results: list[dict[str, Any]], file: Any) -> None:
             ("file-tool hook call <= 95 ms", h["file_tool_s"], TARGETS["file_hook_s"]),
         ):
             p(f"  {'PASS' if got <= want else 'FAIL'}  {name}: {got:.3f}")
+    if len(results) > 1:
+        lo, hi = results[0], results[-1]
+        p()
+        p(f"at {hi['files']} files over at {lo['files']} (a cost that follows changes: ~1.0x)")
+        pairs = [
+            ("service-fed snapshot, 10 changed", "service", "changed_s"),
+            ("service-fed snapshot, unchanged", "service", "unchanged_s"),
+            ("rewind of 10 files (service)", "rewind", "rewind_s"),
+        ]
+        if "hooks" in lo and "hooks" in hi:
+            pairs.append(("Bash hook before", "hooks", "pre_s"))
+            pairs.append(("Bash hook after", "hooks", "post_s"))
+        for name, part, key in pairs:
+            p(f"  {name:<36} {hi[part][key] / lo[part][key]:.2f}x")
     errors = [e for res in results for e in res["errors"]]
     for e in errors:
         p(f"ERROR: {e}")
@@ -358,6 +463,12 @@ def main(argv: list[str] | None = None) -> int:
         help="file counts of the curve, comma-separated (default 10000,100000)",
     )
     p.add_argument("--with-300k", action="store_true", help="add 300,000 files to the curve")
+    p.add_argument("--hooks-all", action="store_true", help="time hook calls at every size")
+    p.add_argument(
+        "--first-vs-git",
+        action="store_true",
+        help="time git's first add of each tree beside the first snapshot",
+    )
     p.add_argument("--repeat", type=int, default=5, help="rounds (medians are over these)")
     p.add_argument(
         "--markdown",
@@ -381,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes.append(300_000)
     hooks_at = 100_000 if 100_000 in sizes else max(sizes)
     load = os.getloadavg()[0]
-    results = [run_size(args, n, hooks=n == hooks_at) for n in sizes]
+    results = [run_size(args, n, hooks=args.hooks_all or n == hooks_at) for n in sizes]
     meta = {
         "loadavg_1min_start": round(load, 2),
         "loadavg_1min_end": round(os.getloadavg()[0], 2),
