@@ -76,6 +76,42 @@ def test_a_snapshot_the_service_runs_is_the_one_the_command_would_take(
     assert _snapshots(tb)[0]["id"].startswith(short)
 
 
+def test_take_backs_the_service_runs_do_what_they_would_do_here(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    """A rewind, undo or redo handed to the service (no library loaded by the caller)
+    writes what it would write run here, says the same, and exits the same; a line with
+    an option the relay does not know (a patch's questions, a merge, paths) runs here."""
+    tb("run", "--", "sh", "-c", "echo two > a/f1.txt && rm a/f2.txt")
+    before = _calls(store_dir)
+    plan = tb("undo", "--dry-run")
+    assert _calls(store_dir) == before + 1
+    local = tb("undo", "--dry-run", env={"TAKEBACK_RELAY": "0"})
+    assert (plan.stdout, plan.stderr) == (local.stdout, local.stderr)
+    done = json.loads(tb("undo", "--json").stdout)
+    assert _calls(store_dir) == before + 2
+    assert sorted(done["restored"]) == ["a/f1.txt", "a/f2.txt"]
+    assert (ws / "a" / "f1.txt").read_text() == "a 1\n" and (ws / "a" / "f2.txt").exists()
+    # Nothing left to undo: the same words and exit code as here.
+    again, here = tb("undo", check=None), tb("undo", check=None, env={"TAKEBACK_RELAY": "0"})
+    assert (again.returncode, again.stdout, again.stderr) == (
+        here.returncode,
+        here.stdout,
+        here.stderr,
+    )
+    tb("redo")
+    assert (ws / "a" / "f1.txt").read_text() == "two\n" and not (ws / "a" / "f2.txt").exists()
+    start = _snapshots(tb)[-1]["id"]
+    calls = _calls(store_dir)
+    tb("rewind", "--to", start)
+    assert _calls(store_dir) == calls + 1
+    assert (ws / "a" / "f1.txt").read_text() == "a 1\n"
+    # Not the relay's to read: these run here.
+    tb("rewind", "--to", start, "--dry-run", "--", "a/f1.txt")
+    tb("undo", "--merge", "--dry-run", check=None)
+    assert _calls(store_dir) == calls + 1
+
+
 def test_the_callers_folder_environment_and_errors_are_the_ones_used(
     tb: CLI, ws: Path, tmp_path: Path
 ) -> None:
@@ -526,3 +562,9 @@ def test_one_reader_for_the_command_lines_read_before_the_parser() -> None:
     assert (line.words, line.unknown, line.missing) == (["snapshot"], ["--help"], "--session")
     # -m is a value only where --message is one (a hook call has none).
     assert read(["hook", "-m", "x"], GLOBAL_VALUED).words == ["hook", "x"]
+
+
+def test_the_commands_the_relay_reads_are_the_ones_main_hands_it() -> None:
+    from takeback.cli import _RELAYED, _relay
+
+    assert set(_relay._COMMANDS) == _RELAYED

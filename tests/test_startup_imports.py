@@ -195,8 +195,18 @@ def test_a_call_the_service_runs_loads_only_the_relay(tmp_path: Path) -> None:
         assert sorted(modules & RELAY_NEVER) == []
         # Its frames need no json (a hook call reads its JSON payload, so it has it).
         assert "json" not in modules
+        first = json.loads(proc.stdout)["id"]
         proc, modules = _run(["status", "--root", str(ws)], store, tmp_path, relay=True)
         assert proc.stdout == b""  # nothing changed since the snapshot
+        assert "takeback.cli._relay" in modules
+        assert sorted(m for m in modules if m.startswith("takeback") and m not in RELAY) == []
+        assert sorted(modules & RELAY_NEVER) == []
+        # A take-back the service runs: the caller loads no more than for a snapshot.
+        (ws / "a.txt").write_text("b\n")
+        proc, modules = _run(
+            ["rewind", "--root", str(ws), "--to", first], store, tmp_path, relay=True
+        )
+        assert (ws / "a.txt").read_text() == "a\n"
         assert "takeback.cli._relay" in modules
         assert sorted(m for m in modules if m.startswith("takeback") and m not in RELAY) == []
         assert sorted(modules & RELAY_NEVER) == []
@@ -216,7 +226,7 @@ def test_a_call_the_service_runs_loads_only_the_relay(tmp_path: Path) -> None:
                 check=True,
             ).stdout
         )
-        assert status["calls"] == 4
+        assert status["calls"] == 5
 
 
 def test_version_and_the_cli_package_import_almost_nothing(tmp_path: Path) -> None:

@@ -43,6 +43,10 @@ def main(argv: Sequence[str] | None = None, *, relay: bool = True) -> int:
     return code
 
 
+#: the commands the workspace's service may run (``_relay._COMMANDS`` says with what)
+_RELAYED = frozenset({"snapshot", "status", "rewind", "undo", "redo", "revert", "unrevert"})
+
+
 def _main(argv: Sequence[str] | None, relay: bool) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args in (["--version"], ["-V"]):
@@ -54,7 +58,7 @@ def _main(argv: Sequence[str] | None, relay: bool) -> int:
     # by the service: nothing is open then, and the interpreter's teardown (2 ms, and
     # 14 ms after a full scan at 100,000 files) is skipped.
     end = _end_process if argv is None else None
-    if relay and ("snapshot" in args or "status" in args):
+    if relay and not _RELAYED.isdisjoint(args):
         # With the workspace's service running, it takes these (see ``_relay``).
         from ._relay import try_command
 

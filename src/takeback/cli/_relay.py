@@ -46,10 +46,23 @@ if TYPE_CHECKING:
 RELAY_ENV = "TAKEBACK_RELAY"
 #: How long the client waits for the service to take a call before running it itself.
 WAIT_TAKEN = 0.5
-#: The commands the service runs when asked (with the options below, nothing else).
-_COMMANDS = ("snapshot", "status")
-_VALUED = (*GLOBAL_VALUED, "--message")
-_FLAGS = ("--json",)
+#: The commands the service runs when asked, each with the options it takes there besides
+#: the global ones (valued, flags). A line with any other option, or with paths after
+#: ``--``, runs here: a patch's questions need the terminal, and what the relay does not
+#: read it does not hand on.
+_TAKE_BACK_FLAGS = ("--json", "--dry-run", "--force")
+_COMMANDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "snapshot": (("--message",), ("--json",)),
+    "status": ((), ("--json",)),
+    "rewind": (("--to", "--plan"), ("--json", "--dry-run")),
+    "undo": (("--turn", "--file", "--plan"), _TAKE_BACK_FLAGS),
+    "redo": (("--plan",), _TAKE_BACK_FLAGS),
+    "revert": (("--to-turn", "--plan"), _TAKE_BACK_FLAGS),
+    "unrevert": (("--plan",), _TAKE_BACK_FLAGS),
+}
+#: every option any of them takes (which command a line names is known once it is read)
+_VALUED = tuple({*GLOBAL_VALUED, *(v for vs, _f in _COMMANDS.values() for v in vs)})
+_FLAGS = tuple({f for _v, fs in _COMMANDS.values() for f in fs})
 
 
 class BrokeOff(Exception):  # noqa: N818 - what happened, not a bug
@@ -71,8 +84,13 @@ def _package() -> str:
 def _options(argv: Sequence[str]) -> tuple[list[str], dict[str, str]] | None:
     """Return a command line's words and options, or None for anything not relayed."""
     line = read(argv, _VALUED, _FLAGS)
-    if line.unknown or line.missing:
+    if line.unknown or line.missing or len(line.words) != 1 or line.words[0] not in _COMMANDS:
         return None  # --help, -V, an unknown option, a value missing: the parser answers
+    valued, flags = _COMMANDS[line.words[0]]
+    if any(o not in GLOBAL_VALUED and o not in valued for o in line.opts) or any(
+        a in _FLAGS and a not in flags for a in argv
+    ):
+        return None  # another command's option: the parser says what is wrong
     return line.words, line.opts
 
 
@@ -116,9 +134,7 @@ def try_command(argv: Sequence[str]) -> int | None:
     got = _options(argv)
     if got is None:
         return None
-    words, opts = got
-    if len(words) != 1 or words[0] not in _COMMANDS:
-        return None
+    _words, opts = got
     env = os.environ
     try:
         cwd = os.getcwd()
