@@ -12,18 +12,17 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..model import (
     Change,
-    ChangeStatus,
     SessionInfo,
     SnapshotInfo,
     StepInfo,
-    TurnState,
     change_kind,
 )
 from ._copy import COPY_TABLES
+from ._rows import ChangeRow, OpRow, Seqs, TouchRow, TurnRow
 from ._sqlite import Tx, columns, damaged, db_path, tables
 
 #: The version of both databases' tables. 1: a store from before it counted columns,
@@ -183,102 +182,6 @@ _SNAP_COLS = (
     "id, tree, created_at, kind, session, turn, step, message, files, skipped, "
     "skipped_count, duration_ms, unreadable, unreadable_count"
 )
-
-
-class Seqs(NamedTuple):
-    """The store-wide sequence numbers of the history's rows.
-
-    Attributes:
-        snapshots: snapshot id -> its number.
-        turns: (session, n) -> (the number it began at, the one it ended at or None).
-        ops: op id -> its number.
-    """
-
-    snapshots: dict[str, int]
-    turns: dict[tuple[str, int], tuple[int, int | None]]
-    ops: dict[int, int]
-
-
-class TurnRow(NamedTuple):
-    """One turn as stored (its change list is read apart, with :meth:`MetaStore.changes`).
-
-    Attributes:
-        n: the turn's number in its session.
-        label: what the turn was begun with (may be empty).
-        before: the snapshot taken when it began, if one was.
-        after: the snapshot taken when it ended, if one was.
-        state: ``open``, ``done``, ``undone`` or ``reverted``.
-    """
-
-    n: int
-    label: str
-    before: str | None
-    after: str | None
-    state: TurnState
-
-
-class TouchRow(NamedTuple):
-    """What a turn kept of one path before its first write.
-
-    Attributes:
-        state: the path's state before the turn, encoded (None: there was nothing).
-        tool_call_id: the one tool call that changed it (None: unknown, or several).
-        unconfirmed: a command step whose end was never seen changed it (a denied or
-            failed call): what it holds may be anyone's.
-    """
-
-    state: str | None
-    tool_call_id: str | None
-    unconfirmed: bool = False
-
-
-class ChangeRow(NamedTuple):
-    """One row of a turn's change list, as stored.
-
-    Attributes:
-        path: the path, relative to the root.
-        status: ``created``, ``modified`` or ``deleted``.
-        added: lines added.
-        removed: lines removed.
-        before: the state before the turn, encoded (None: nothing was there).
-        after: the state the turn left, encoded (None: it deleted the path).
-        sha256: the content the turn left (None for a deletion or a folder).
-        undoable: false when the state before was never kept (over the size limit).
-        approximate: the line counts are an upper bound, not git's.
-        unconfirmed: a step whose end was never seen changed it (see ``TouchRow``).
-    """
-
-    path: str
-    status: ChangeStatus
-    added: int
-    removed: int
-    before: str | None
-    after: str | None
-    sha256: str | None
-    undoable: bool
-    approximate: bool = False
-    unconfirmed: bool = False
-
-
-class OpRow(NamedTuple):
-    """One recorded undo, redo, revert, unrevert or one-file undo.
-
-    Attributes:
-        id: its number (a later op has a larger one).
-        kind: ``undo``, ``undo-file``, ``redo``, ``revert``, ``revert-move`` or
-            ``unrevert``.
-        turns: the turns it concerns.
-        pre: the snapshot taken before it wrote anything.
-        data: what it keeps beside (the paths it wrote and the states it wrote there).
-        state: ``active``, ``redone``, ``unreverted`` or ``final``.
-    """
-
-    id: int
-    kind: str
-    turns: list[int]
-    pre: str | None
-    data: dict[str, Any]
-    state: str
 
 
 #: the largest integer SQLite stores; a step or turn number beyond it names no row

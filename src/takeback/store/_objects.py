@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import StoreCorruptError, StoreError
 from ..model import Tree, decode_tree
+from ._rows import ObjectRow
 from ._sqlite import Tx, checkpoint, columns, damaged
 
 if TYPE_CHECKING:
@@ -93,22 +94,6 @@ class _Pending(NamedTuple):
     data: bytes
     base: str | None
     depth: int
-
-
-class ObjectRow(NamedTuple):
-    """What gc and fsck need of one stored object, without its data.
-
-    Attributes:
-        kind: ``blob`` or ``tree``.
-        base: the object it is a delta of (None: stored whole).
-        depth: how many deltas deep it is (a delta is always deeper than its base).
-        stored: its size in the database (compressed), in bytes.
-    """
-
-    kind: str
-    base: str | None
-    depth: int
-    stored: int
 
 
 class PackedObjects:

@@ -19,21 +19,10 @@ from typing import TYPE_CHECKING, Any
 from ..errors import StoreError
 from ..model import Change, SessionInfo, SnapshotInfo, StepInfo
 from ._copy import COPY_TABLES
-from ._meta import (
-    _SNAP_COLS,
-    ChangeRow,
-    MetaStore,
-    OpRow,
-    Seqs,
-    TouchRow,
-    TurnRow,
-    _snap,
-    _step,
-    change_row,
-    changes_of,
-)
-from ._objects import ObjectRow, PackedObjects
+from ._meta import _SNAP_COLS, MetaStore, _snap, _step, change_row, changes_of
+from ._objects import PackedObjects
 from ._pg_conn import PgConn, PgTx
+from ._rows import ChangeRow, ObjectRow, OpRow, Seqs, TouchRow, TurnRow
 
 #: the workspace's cache generation (a number gc raises before it deletes objects)
 GENERATION = "gc.generation"
