@@ -334,6 +334,21 @@ def test_the_lock_and_the_journal_are_seen_by_another_process(opener: Opener) ->
     a.clear_journal()  # twice is fine
 
 
+def test_the_lock_is_re_entrant_and_a_shared_hold_never_becomes_exclusive(opener: Opener) -> None:
+    a, b = opener(), opener(machine=1)
+    with a.lock(exclusive=False):
+        with a.lock(exclusive=False):
+            pass
+        with pytest.raises(RuntimeError, match="upgrade"), a.lock(exclusive=True):
+            pass
+        with a.lock(exclusive=False):  # still held, and still re-entrant
+            assert not b.restore_running()
+    with a.lock(exclusive=True), a.lock(exclusive=False):  # exclusive covers shared
+        assert b.restore_running()
+    with b.lock(exclusive=True):  # every hold was given back
+        assert a.restore_running()
+
+
 def test_events_are_logged_without_raising(opener: Opener) -> None:
     s = opener()
     s.log_event({"event": "snapshot.taken", "id": "x"})
