@@ -6,11 +6,11 @@ from .._where import default_store_path
 from ._api import Meta, Objects, Store
 from ._copy import COPY_TABLES, LOCAL_SETTINGS, SEQ_COLUMNS
 from ._meta import MetaStore
-from ._objects import ObjectStore
 from ._open import find_database_root, is_database_url, local_store_path, open_store
 from ._pg_address import StoreAddress
 from ._rows import ChangeRow, ObjectRow, OpRow, Seqs, TouchRow, TurnRow
 from ._sqlite import reclaim
+from ._sqlite_objects import ObjectStore
 from ._store import (
     FORMAT_VERSION,
     RESERVE_BYTES,

@@ -8,7 +8,7 @@ local cache's SQLite transaction along.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
@@ -38,8 +38,8 @@ class PgConn:
         """Return the error for a failed query (its first line, or ``slow`` for a timeout)."""
         return reworded(e, self.where, self.slow)
 
-    def run(self, sql: str, args: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
-        """Execute one statement (``%s`` placeholders)."""
+    def run(self, sql: str, args: Sequence[Any] | Mapping[str, Any] = ()) -> psycopg.Cursor[Any]:
+        """Execute one statement (``%s`` placeholders, or ``%(name)s`` with a mapping)."""
         import psycopg
 
         try:
@@ -47,11 +47,11 @@ class PgConn:
         except psycopg.Error as e:
             raise self.error(e) from e
 
-    def one(self, sql: str, args: Sequence[Any] = ()) -> Any:
+    def one(self, sql: str, args: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
         """Return the first row, or None."""
         return self.run(sql, args).fetchone()
 
-    def many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+    def many(self, sql: str, rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> None:
         """Execute a statement for each row (pipelined by the driver)."""
         import psycopg
 

@@ -36,8 +36,8 @@ from ..errors import (
 )
 from ._lock import Reentry
 from ._meta import SCHEMA_VERSION, MetaStore
-from ._objects import ObjectStore
 from ._sqlite import connect, reclaim, reuse_connections
+from ._sqlite_objects import ObjectStore
 
 FORMAT_VERSION = 1
 _MARKER = "store.json"
