@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     )
     from .scan._service import ServicePaths, ServiceReply, answer_here, ask_service
     from .scan._watcher import Watcher
-    from .store._pg_address import StoreAddress
+    from .store import StoreAddress
     from .workspace import (
         DEFAULT_SESSION,
         RewindResult,
@@ -91,7 +91,7 @@ _WHERE = {
     "StalePlanError": "errors",
     "Step": "workspace",
     "StepInfo": "model",
-    "StoreAddress": "store._pg_address",
+    "StoreAddress": "store",
     "StoreCorruptError": "errors",
     "StoreError": "errors",
     "StoreMissingError": "errors",

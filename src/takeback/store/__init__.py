@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .._where import default_store_path
 from ._api import Meta, Objects, Store
 from ._copy import COPY_TABLES, LOCAL_SETTINGS, SEQ_COLUMNS
@@ -25,6 +27,19 @@ from ._store import (
     release_reserve,
 )
 
+if TYPE_CHECKING:
+    from ._pg_listen import PgListener
+
+
+def __getattr__(name: str) -> Any:
+    """Load ``PgListener`` on first use: it needs the database store's modules."""
+    if name == "PgListener":
+        from ._pg_listen import PgListener
+
+        return PgListener
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "COPY_TABLES",
     "LOCAL_SETTINGS",
@@ -39,6 +54,7 @@ __all__ = [
     "ObjectStore",
     "Objects",
     "OpRow",
+    "PgListener",
     "Seqs",
     "Store",
     "StoreAddress",
