@@ -273,11 +273,11 @@ class PgMeta(SqlMeta):
         """Replace (or, for None, drop) detailed stat cache rows (this machine's)."""
         self._local().put_dircache(rows)
 
-    # -- snapshots -------------------------------------------------------------------
-
     def drop_scan_cache(self) -> None:
         """Forget this machine's scan cache (the caller's transaction)."""
         self._local().drop_scan_cache()
+
+    # -- the queries only this store words its own way -------------------------------
 
     def snapshot_ids_with_prefix(self, prefix: str) -> list[str]:
         """Return the ids that start with ``prefix`` (lower-case hex)."""
