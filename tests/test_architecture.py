@@ -268,6 +268,56 @@ def test_the_edges_use_only_the_public_api() -> None:
     assert sorted(EDGE_EXCEPTIONS - reach) == [], "no longer used: take it off the list"
 
 
+#: The store's users that see it only as its seam: ``ops`` and the API import the names
+#: of ``takeback.store.__all__`` (``Store``, ``Meta``, the row types, ``open_store``...),
+#: never a store module (``store._meta.MetaStore``); ``scan``, beside the store, never
+#: reaches into it either.
+SEAM_USERS = ("ops", "scan", "workspace", "_session", "_likeness", "__init__")
+
+
+def past_the_seam(me: str, imports: list[tuple[str, str]], public: set[str]) -> list[str]:
+    """Return each import of ``me`` (module, name) that reaches past the store's names."""
+    bad = []
+    for module, name in imports:
+        if module.split(".")[0] != "store":
+            continue
+        if module == "store" and (name == "*" or name in public):
+            continue  # the package itself, or one of its public names
+        bad.append(f"{me} imports {module}.{name}" if name != "*" else f"{me} imports {module}")
+    return bad
+
+
+def test_past_the_seam_sees_each_way_in() -> None:
+    imports = [
+        ("store", "Store"),
+        ("store", "*"),
+        ("store", "hidden"),
+        ("store._meta", "MetaStore"),
+        ("store._objects", "*"),
+        ("storey", "x"),
+    ]
+    assert past_the_seam("ops._x", imports, {"Store"}) == [
+        "ops._x imports store.hidden",
+        "ops._x imports store._meta.MetaStore",
+        "ops._x imports store._objects",
+    ]
+
+
+def test_ops_the_api_and_scan_see_the_store_only_through_its_public_names() -> None:
+    from takeback import store
+
+    public = set(store.__all__)
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        me = module_name(path) or "__init__"
+        if me.split(".")[0] in SEAM_USERS:
+            bad += past_the_seam(me, imported_names(path), public)
+    # The root's names loaded on first use are imported by their module's name.
+    lazy = [(where, name) for name, where in takeback._WHERE.items()]
+    bad += past_the_seam("__init__ (loaded on first use)", lazy, public)
+    assert bad == []
+
+
 def test_public_names_are_sorted_and_real() -> None:
     assert takeback.__all__ == sorted(takeback.__all__)
     for name in takeback.__all__:

@@ -274,3 +274,29 @@ def test_a_restore_under_way_in_another_process_is_not_called_interrupted(tmp_pa
         finally:
             os.close(fd)
         assert ws.interrupted() is not None
+
+
+def test_a_transaction_nests_on_its_own_thread_only(tmp_path: Path) -> None:
+    """Another thread's block on the same connection does not join this one's."""
+    import threading
+
+    from takeback.errors import StoreError
+
+    store = FolderStore.open(str(tmp_path / "s"), "/root-a", create=True)
+    failed: list[BaseException] = []
+
+    def elsewhere() -> None:
+        try:
+            with store.meta.tx():
+                store.meta.set_meta("from", "another thread")
+        except StoreError as e:
+            failed.append(e)
+
+    with store.meta.tx():
+        store.meta.set_meta("from", "this thread")
+        t = threading.Thread(target=elsewhere)
+        t.start()
+        t.join()
+    assert len(failed) == 1 and "transaction" in str(failed[0])
+    assert store.meta.get_meta("from") == "this thread"
+    store.close()

@@ -172,6 +172,58 @@ def test_a_failed_transaction_leaves_nothing(opener: Opener) -> None:
     assert s.meta.session("s") is None
 
 
+def test_a_transaction_inside_another_joins_it_and_only_the_outermost_commits(
+    opener: Opener,
+) -> None:
+    s, other = opener(), opener(machine=1)
+    tree = _tree(s)
+    a, b = "a0" * 32, "b0" * 32
+    with s.meta.tx():
+        s.meta.add_snapshot(snap(a, tree))
+        with s.meta.tx():
+            s.meta.add_snapshot(snap(b, tree))
+            with s.meta.tx():  # any depth
+                s.meta.set_kv("dirs-t", b"cache")
+        # The inner blocks committed nothing: another process sees none of it yet.
+        assert other.meta.snapshot(a) is None and other.meta.snapshot(b) is None
+        assert s.meta.snapshot(b) is not None  # this one reads its own writes
+    assert other.meta.snapshot(a) is not None and other.meta.snapshot(b) is not None
+    assert opener().meta.get_kv("dirs-t") == b"cache"  # the scan cache's write too
+
+
+def test_a_failed_inner_transaction_undoes_its_own_writes_only(opener: Opener) -> None:
+    s = opener()
+    tree = _tree(s)
+    kept, lost, named = "c0" * 32, "d0" * 32, "e0" * 32
+    with s.meta.tx():
+        s.meta.add_snapshot(snap(kept, tree))
+        with pytest.raises(RuntimeError), s.meta.tx():
+            s.meta.add_snapshot(snap(lost, tree))
+            s.meta.set_kv("dirs-lost", b"x")
+            raise RuntimeError("midway")
+        assert s.meta.snapshot(lost) is None and s.meta.snapshot(kept) is not None
+        # A write the store refuses fails its own block, as one StoreError; the
+        # transaction around it goes on.
+        with pytest.raises(StoreError), s.meta.tx():
+            s.meta.add_session(SessionInfo("s", "f" * 64, 1.0))
+        s.meta.add_snapshot(snap(named, tree))
+    r = opener()
+    assert r.meta.snapshot(kept) is not None and r.meta.snapshot(named) is not None
+    assert r.meta.snapshot(lost) is None and r.meta.session("s") is None
+    assert r.meta.get_kv("dirs-lost") is None
+    # The outer block failing undoes what its inner blocks did.
+    with pytest.raises(RuntimeError), s.meta.tx():
+        with s.meta.tx():
+            s.meta.add_snapshot(snap(lost, tree))
+            s.meta.set_kv("dirs-lost", b"x")
+        raise RuntimeError("after the inner block")
+    assert opener().meta.snapshot(lost) is None and opener().meta.get_kv("dirs-lost") is None
+    # And the store is as usable after all of it.
+    with s.meta.tx():
+        s.meta.add_snapshot(snap(lost, tree))
+    assert opener().meta.snapshot(lost) is not None
+
+
 def _with_session(s: Store, name: str = "s") -> str:
     tree = _tree(s)
     sid = hashlib.sha256(name.encode()).hexdigest()
@@ -332,6 +384,21 @@ def test_the_lock_and_the_journal_are_seen_by_another_process(opener: Opener) ->
     a.clear_journal()
     assert b.read_journal() is None
     a.clear_journal()  # twice is fine
+
+
+def test_the_lock_is_re_entrant_and_a_shared_hold_never_becomes_exclusive(opener: Opener) -> None:
+    a, b = opener(), opener(machine=1)
+    with a.lock(exclusive=False):
+        with a.lock(exclusive=False):
+            pass
+        with pytest.raises(RuntimeError, match="upgrade"), a.lock(exclusive=True):
+            pass
+        with a.lock(exclusive=False):  # still held, and still re-entrant
+            assert not b.restore_running()
+    with a.lock(exclusive=True), a.lock(exclusive=False):  # exclusive covers shared
+        assert b.restore_running()
+    with b.lock(exclusive=True):  # every hold was given back
+        assert a.restore_running()
 
 
 def test_events_are_logged_without_raising(opener: Opener) -> None:

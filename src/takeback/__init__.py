@@ -45,7 +45,7 @@ if TYPE_CHECKING:
         SessionUsage,
         TurnOpResult,
     )
-    from .store._pg_address import StoreAddress
+    from .store import StoreAddress
     from .workspace import (
         DEFAULT_SESSION,
         RewindResult,
@@ -87,7 +87,7 @@ _WHERE = {
     "StalePlanError": "errors",
     "Step": "workspace",
     "StepInfo": "model",
-    "StoreAddress": "store._pg_address",
+    "StoreAddress": "store",
     "StoreCorruptError": "errors",
     "StoreError": "errors",
     "StoreMissingError": "errors",

@@ -44,7 +44,7 @@ from .store import (
 if TYPE_CHECKING:
     from ._likeness import Likeness
     from .ops import DiffResult, FileDiff, Resolved
-    from .store._pg_listen import PgListener as Listener
+    from .store import PgListener as Listener
 
 DEFAULT_SESSION = "default"
 #: a store setting per session: the agent whose hooks record it (``Workspace.mark_agent``)
@@ -412,7 +412,7 @@ class Workspace:
         """
         if self.store_url is None:
             return None
-        from .store._pg_listen import PgListener
+        from .store import PgListener
 
         return PgListener(self.store_url, self.store_url.key or self.root)
 

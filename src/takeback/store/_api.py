@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..model import Change, SessionInfo, SnapshotInfo, StepInfo, Tree
-    from ._meta import ChangeRow, OpRow, Seqs, TouchRow, TurnRow
-    from ._objects import ObjectRow
+    from ._rows import ChangeRow, ObjectRow, OpRow, Seqs, TouchRow, TurnRow
 
 
 class Objects(Protocol):

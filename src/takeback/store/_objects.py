@@ -10,21 +10,20 @@ out smaller. A tree that changed in one entry then costs tens of bytes instead o
 kilobyte of hashes that do not compress. Reading such an object reads its base first;
 chains are at most ``MAX_DEPTH`` long, and the hash check is on the full content, so a
 damaged base is caught like any damaged object. Only ``gc`` deletes objects, through
-:meth:`ObjectStore.delete`; it first rewrites whole (:meth:`ObjectStore.rewrite_whole`)
+:meth:`PackedObjects.delete`; it first rewrites whole (:meth:`PackedObjects.rewrite_whole`)
 every kept object whose base it removes, or keeps that base.
 
-A first snapshot reads every file: :meth:`ObjectStore.pack` compresses on any thread (one
-compressor per thread; zstd and SHA-256 release the GIL), and :meth:`ObjectStore.put_packed`
+A first snapshot reads every file: :meth:`PackedObjects.pack` compresses on any thread (one
+compressor per thread; zstd and SHA-256 release the GIL), and :meth:`PackedObjects.put_packed`
 adds what the threads packed from the one thread that writes, without asking SQLite
 about each one (``INSERT OR IGNORE`` keeps an object stored already). Within
-:meth:`ObjectStore.write_behind`, each full batch is committed by one writer thread while
+:meth:`PackedObjects.write_behind`, each full batch is committed by one writer thread while
 the scan goes on (one batch in flight at most, still readable until it is committed).
 """
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -33,21 +32,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import StoreCorruptError, StoreError
 from ..model import Tree, decode_tree
-from ._sqlite import Tx, checkpoint, columns, damaged
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS objects(
-    oid TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    data BLOB NOT NULL,
-    base TEXT,
-    depth INTEGER NOT NULL DEFAULT 0
-);
-"""
 
 _BATCH_BYTES = 32 << 20
 _TREE_CACHE = 4096
@@ -95,28 +82,12 @@ class _Pending(NamedTuple):
     depth: int
 
 
-class ObjectRow(NamedTuple):
-    """What gc and fsck need of one stored object, without its data.
-
-    Attributes:
-        kind: ``blob`` or ``tree``.
-        base: the object it is a delta of (None: stored whole).
-        depth: how many deltas deep it is (a delta is always deeper than its base).
-        stored: its size in the database (compressed), in bytes.
-    """
-
-    kind: str
-    base: str | None
-    depth: int
-    stored: int
-
-
 class PackedObjects:
     """Blobs and trees by id, packed as rows; writes are batched, ``flush()`` commits them.
 
     What every store's objects share (zstd, deltas, the batch, the caches, the hash check
     on read); a store's rows are read and written by the five ``_row*`` methods its
-    subclass gives (:class:`ObjectStore` here, SQLite; the PostgreSQL store's).
+    subclass gives (``_sqlite_objects.ObjectStore``, SQLite; ``_pg_meta.PgObjects``).
     """
 
     def __init__(self, path: str) -> None:
@@ -549,138 +520,3 @@ class PackedObjects:
         if len(self._trees) > _TREE_CACHE:
             self._trees.popitem(last=False)
         return tree
-
-
-class ObjectStore(PackedObjects):
-    """The folder store's objects: rows of ``objects.db`` (SQLite, WAL)."""
-
-    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
-        super().__init__(path)
-        self.conn = conn
-
-    def init_schema(self) -> None:
-        """Create the table of a new store (idempotent: a creation cut short is finished)."""
-        self.conn.executescript(_SCHEMA)
-        if self._lacks_deltas():
-            self._add_delta_columns()
-
-    def check_schema(self) -> None:
-        """Check an existing store's table in one query; nothing is created or changed.
-
-        Its columns are the metadata's schema version's business (see :meth:`upgrade`).
-
-        Raises:
-            StoreCorruptError: the objects table is missing (the file is damaged).
-        """
-        (present,) = self.conn.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='objects'"
-        ).fetchone()
-        if not present:
-            raise damaged(self.path, "has lost its table: objects")
-
-    def upgrade(self) -> None:
-        """Add the columns a store made before deltas lacks (in one transaction).
-
-        Raises:
-            StoreError: a column is missing and the store cannot be written.
-        """
-        if self._lacks_deltas():
-            with Tx(self.conn):
-                self._add_delta_columns()
-
-    def _lacks_deltas(self) -> bool:
-        """Whether the table is from a store made before deltas."""
-        return "base" not in columns(self.conn, "objects")
-
-    def _add_delta_columns(self) -> None:
-        self.conn.execute("ALTER TABLE objects ADD COLUMN base TEXT")
-        self.conn.execute("ALTER TABLE objects ADD COLUMN depth INTEGER NOT NULL DEFAULT 0")
-
-    def _row_exists(self, oid: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM objects WHERE oid=?", (oid,)).fetchone() is not None
-
-    def _row_depth(self, oid: str) -> int | None:
-        row = self.conn.execute("SELECT depth FROM objects WHERE oid=?", (oid,)).fetchone()
-        return None if row is None else int(row[0])
-
-    def _row(self, oid: str) -> tuple[bytes, str | None] | None:
-        row = self.conn.execute("SELECT data, base FROM objects WHERE oid=?", (oid,)).fetchone()
-        return None if row is None else (row[0], row[1])
-
-    def _row_full(self, oid: str) -> tuple[bytes, str | None, int] | None:
-        row = self.conn.execute(
-            "SELECT data, base, depth FROM objects WHERE oid=?", (oid,)
-        ).fetchone()
-        return None if row is None else (row[0], row[1], int(row[2]))
-
-    def _insert_rows(self, rows: list[tuple[str, str, int, bytes, str | None, int]]) -> None:
-        with Tx(self.conn) as c:
-            c.executemany(
-                "INSERT OR IGNORE INTO objects(oid, kind, size, data, base, depth) "
-                "VALUES (?,?,?,?,?,?)",
-                rows,
-            )
-
-    def _replace_row(self, oid: str, kind: str, size: int, packed: bytes) -> bool:
-        try:
-            with Tx(self.conn) as c:
-                c.execute(
-                    "INSERT OR REPLACE INTO objects(oid, kind, size, data, base, depth) "
-                    "VALUES (?,?,?,?,NULL,0)",
-                    (oid, kind, size, packed),
-                )
-        except sqlite3.Error:
-            return False
-        return True
-
-    def entries(self) -> list[tuple[str, str, str | None]]:
-        """Return every committed object: (id, kind, base), each base before its deltas."""
-        rows = self.conn.execute("SELECT oid, kind, base FROM objects ORDER BY depth, oid")
-        return [(r[0], r[1], r[2]) for r in rows]
-
-    # -- gc and fsck -----------------------------------------------------------------
-
-    def index(self) -> dict[str, ObjectRow]:
-        """Return every stored object's id with its kind, base, depth and stored size.
-
-        The data itself is not read (SQLite's ``length()`` of a blob reads its header).
-        """
-        self.flush()
-        rows = self.conn.execute(
-            "SELECT oid, kind, base, depth, length(data) FROM objects"
-        ).fetchall()
-        return {r[0]: ObjectRow(r[1], r[2], r[3], r[4]) for r in rows}
-
-    def _rewrite_rows(self, batch: list[tuple[bytes, str]]) -> None:
-        with Tx(self.conn) as c:
-            c.executemany("UPDATE objects SET data=?, base=NULL, depth=0 WHERE oid=?", batch)
-
-    def delete(self, oids: Sequence[str], *, batch: int = 4096) -> None:
-        """Delete objects, in the order given, a batch per transaction.
-
-        The caller orders them deepest first, so that after every batch each object left
-        still has its base (a crash between two batches leaves a readable store).
-
-        Raises:
-            StoreError: a batch could not be written (it is rolled back).
-        """
-        self.flush()
-        for i in range(0, len(oids), batch):
-            part = oids[i : i + batch]
-            try:
-                self._delete(part)
-            except StoreError:
-                # A full disk: SQLite's log needs room for the pages a batch changes;
-                # small batches, each checkpointed away, need little.
-                checkpoint(self.conn)
-                for j in range(0, len(part), 32):
-                    self._delete(part[j : j + 32])
-                    checkpoint(self.conn)
-        checkpoint(self.conn)
-
-    def _delete(self, oids: Sequence[str]) -> None:
-        with Tx(self.conn) as c:
-            c.executemany("DELETE FROM objects WHERE oid=?", [(o,) for o in oids])
-        for o in oids:
-            self._drop_raw(o)
-            self._trees.pop(o, None)

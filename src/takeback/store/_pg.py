@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreCorruptError, StoreError, StoreMissingError, StoreVersionError
+from ._lock import Reentry
 from ._meta import SCHEMA_VERSION, MetaStore
 from ._pg_address import StoreAddress
 from ._pg_conn import PgConn
@@ -180,8 +181,7 @@ class PgStore:
         self._pg = pg
         self.objects = PgObjects(pg)
         self.meta = PgMeta(pg, lambda: _open_cache(local))
-        self._lock_depth = 0
-        self._lock_exclusive = False
+        self._lock = Reentry()
 
     @property
     def url(self) -> str:
@@ -278,24 +278,19 @@ class PgStore:
         Held by this connection's session: a server that dies (its connection closed by
         the database) releases it. Re-entrant within one store, as the folder store's.
         """
-        if self._lock_depth:
-            if exclusive and not self._lock_exclusive:
-                raise RuntimeError("cannot upgrade a shared store lock to exclusive")
-            self._lock_depth += 1
-            try:
-                yield
-            finally:
-                self._lock_depth -= 1
-            return
+        with self._lock.hold(exclusive, self._advisory_lock):
+            yield
+
+    @contextmanager
+    def _advisory_lock(self, exclusive: bool) -> Iterator[None]:
+        """Hold the workspace's session-level advisory lock."""
         kind = "" if exclusive else "_shared"
         wait_for_lock(
             self._pg.run, f"pg_advisory_lock{kind}", (LOCK_WORKSPACE, self.ws), local=False
         )
-        self._lock_depth, self._lock_exclusive = 1, exclusive
         try:
             yield
         finally:
-            self._lock_depth = 0
             try:
                 self._pg.run(f"SELECT pg_advisory_unlock{kind}(%s, %s)", (LOCK_WORKSPACE, self.ws))
             except StoreError:
@@ -303,7 +298,7 @@ class PgStore:
 
     def restore_running(self) -> bool:
         """Return whether another server (or process) holds the exclusive lock."""
-        if self._lock_depth:
+        if self._lock.held:
             return False
         row = self._pg.one("SELECT pg_try_advisory_lock_shared(%s, %s)", (LOCK_WORKSPACE, self.ws))
         if not (row and row[0]):

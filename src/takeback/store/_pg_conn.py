@@ -8,7 +8,7 @@ local cache's SQLite transaction along.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
@@ -38,8 +38,8 @@ class PgConn:
         """Return the error for a failed query (its first line, or ``slow`` for a timeout)."""
         return reworded(e, self.where, self.slow)
 
-    def run(self, sql: str, args: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
-        """Execute one statement (``%s`` placeholders)."""
+    def run(self, sql: str, args: Sequence[Any] | Mapping[str, Any] = ()) -> psycopg.Cursor[Any]:
+        """Execute one statement (``%s`` placeholders, or ``%(name)s`` with a mapping)."""
         import psycopg
 
         try:
@@ -47,11 +47,11 @@ class PgConn:
         except psycopg.Error as e:
             raise self.error(e) from e
 
-    def one(self, sql: str, args: Sequence[Any] = ()) -> Any:
+    def one(self, sql: str, args: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
         """Return the first row, or None."""
         return self.run(sql, args).fetchone()
 
-    def many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+    def many(self, sql: str, rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> None:
         """Execute a statement for each row (pipelined by the driver)."""
         import psycopg
 
@@ -66,10 +66,13 @@ class PgConn:
 
 
 class PgTx:
-    """``with PgTx(...):`` runs the block in one transaction (nested: a savepoint).
+    """``with PgTx(...):`` runs the block in one transaction, with the local cache's.
 
     The outermost block takes the workspace's write lock first, and brings the local
     cache's SQLite transaction along, so the block's cache writes are one commit too.
+    Re-entrant, as the folder store's :class:`~._sqlite.Tx`: a block inside another
+    joins it as a savepoint (in the database and in the cache), commits nothing, and
+    when it fails undoes its own writes only; the outermost block commits.
     """
 
     def __init__(self, pg: PgConn, cache: Callable[[], MetaStore | None]) -> None:
@@ -87,19 +90,19 @@ class PgTx:
         except psycopg.Error as e:
             raise self.pg.error(e) from e
         self.pg.depth += 1
-        if self.pg.depth == 1:
-            try:
+        try:
+            if self.pg.depth == 1:
                 wait_for_lock(
                     self.pg.run, "pg_advisory_xact_lock", (LOCK_WRITE, self.pg.ws), local=True
                 )
-                cache = self.cache()
-                if cache is not None:
-                    self._cache_tx = Tx(cache.conn)
-                    self._cache_tx.__enter__()
-            except BaseException as e:
-                self.pg.depth -= 1
-                self._tx.__exit__(type(e), e, e.__traceback__)
-                raise
+            cache = self.cache()
+            if cache is not None:
+                self._cache_tx = Tx(cache.conn)
+                self._cache_tx.__enter__()
+        except BaseException as e:
+            self.pg.depth -= 1
+            self._tx.__exit__(type(e), e, e.__traceback__)
+            raise
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:

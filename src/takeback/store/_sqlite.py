@@ -126,6 +126,9 @@ class _Connection(sqlite3.Connection):
     cursors: weakref.WeakSet[sqlite3.Cursor] | None = None
     #: a query on it failed as a damaged or unreadable file: closed for good
     broken = False
+    #: how many :class:`Tx` blocks are open on it, and the thread they are open on
+    tx_depth = 0
+    tx_thread: int | None = None
 
     def hold(self, path: str) -> None:
         """Count this connection as one that holds ``path`` open in this process."""
@@ -488,32 +491,82 @@ def reclaim(conn: sqlite3.Connection, *, room: int) -> int:
 class Tx:
     """``with Tx(conn):`` runs the block in one write transaction (BEGIN IMMEDIATE).
 
+    Re-entrant on one thread: a block inside another on the same connection joins the
+    transaction under way, as a savepoint. It commits nothing (only the outermost block
+    commits, once, so the whole is one synced commit); if it fails, its own writes are
+    undone and its error goes on to the block around it, which may still commit the
+    rest. (A failure that makes SQLite end the whole transaction, a full disk, makes the
+    outermost commit fail too.) Another thread's block on the same connection never
+    joins: it begins a transaction of its own, and fails as SQLite says.
+
     A database error (a full disk, a damaged file) rolls the transaction back and is
     raised as a :class:`StoreError`, so callers see one kind of failure with one exit code.
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        #: the savepoint this block is, inside another (None: the outermost block)
+        self._savepoint: str | None = None
 
     def __enter__(self) -> sqlite3.Connection:
+        conn = self.conn
+        me = threading.get_ident()
+        if isinstance(conn, _Connection) and conn.tx_depth and conn.tx_thread == me:
+            name = f"tx{conn.tx_depth}"
+            try:
+                conn.execute(f"SAVEPOINT {name}")
+            except sqlite3.Error as e:
+                raise self._failed(e) from e
+            self._savepoint = name
+            conn.tx_depth += 1
+            return conn
         try:
-            prepare_writes(self.conn)
-            self.conn.execute("BEGIN IMMEDIATE")
+            prepare_writes(conn)
+            conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as e:
-            raise StoreError(f"cannot write to the store: {e}", path=db_path(self.conn)) from e
-        return self.conn
+            raise self._failed(e) from e
+        if isinstance(conn, _Connection):
+            conn.tx_depth, conn.tx_thread = 1, me
+        return conn
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self._savepoint is not None:
+            self._leave_savepoint(exc_type, exc)
+            return
+        if isinstance(self.conn, _Connection):
+            self.conn.tx_depth, self.conn.tx_thread = 0, None
         if exc_type is None:
             try:
                 self.conn.execute("COMMIT")
                 return
             except sqlite3.Error as e:
                 self._rollback()
-                raise StoreError(f"cannot write to the store: {e}", path=db_path(self.conn)) from e
+                raise self._failed(e) from e
         self._rollback()
         if isinstance(exc, sqlite3.Error):
-            raise StoreError(f"cannot write to the store: {exc}", path=db_path(self.conn)) from exc
+            raise self._failed(exc) from exc
+
+    def _leave_savepoint(self, exc_type: object, exc: object) -> None:
+        name, self._savepoint = self._savepoint, None
+        conn = self.conn
+        if isinstance(conn, _Connection):  # always: only its blocks nest
+            conn.tx_depth -= 1
+        if exc_type is None:
+            try:
+                conn.execute(f"RELEASE {name}")
+            except sqlite3.Error as e:
+                raise self._failed(e) from e
+            return
+        try:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+        except sqlite3.Error:
+            pass  # SQLite ended the whole transaction: the outermost commit fails
+        if isinstance(exc, sqlite3.Error):
+            raise self._failed(exc) from exc
+
+    def _failed(self, e: sqlite3.Error) -> StoreError:
+        return StoreError(f"cannot write to the store: {e}", path=db_path(self.conn))
 
     def _rollback(self) -> None:
         try:

@@ -34,9 +34,10 @@ from ..errors import (
     StoreMissingError,
     StoreVersionError,
 )
+from ._lock import Reentry
 from ._meta import SCHEMA_VERSION, MetaStore
-from ._objects import ObjectStore
 from ._sqlite import connect, reclaim, reuse_connections
+from ._sqlite_objects import ObjectStore
 
 FORMAT_VERSION = 1
 _MARKER = "store.json"
@@ -191,8 +192,7 @@ class FolderStore:
         self.root = root
         self.objects = objects
         self.meta = meta
-        self._lock_depth = 0
-        self._lock_exclusive = False
+        self._lock = Reentry()
         #: opened for reading only (the store cannot be written)
         self.readonly = False
         #: why it cannot be written
@@ -391,23 +391,16 @@ class FolderStore:
                 "(it can be read, not recorded to)",
                 path=self.path,
             )
-        if self._lock_depth:
-            if exclusive and not self._lock_exclusive:
-                raise RuntimeError("cannot upgrade a shared store lock to exclusive")
-            self._lock_depth += 1
-            try:
-                yield
-            finally:
-                self._lock_depth -= 1
-            return
+        with self._lock.hold(exclusive, self._flock):
+            yield
+
+    @contextmanager
+    def _flock(self, exclusive: bool) -> Iterator[None]:
+        """Hold the ``lock`` file's flock (released when its holder dies)."""
         fd = os.open(os.path.join(self.path, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            self._lock_depth, self._lock_exclusive = 1, exclusive
-            try:
-                yield
-            finally:
-                self._lock_depth = 0
+            yield
         finally:
             os.close(fd)
 
@@ -424,7 +417,7 @@ class FolderStore:
 
     def restore_running(self) -> bool:
         """Return whether another process holds the exclusive lock (a restore under way)."""
-        if self._lock_depth:
+        if self._lock.held:
             return False
         # Opened for reading, never made: a read creates nothing in the store, and a
         # restore under way holds a lock file that exists.
