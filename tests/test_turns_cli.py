@@ -270,6 +270,7 @@ def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path
         "preview": "",
         "regions": {},
         "token": doc["token"],  # the plan it did (what --plan would have named)
+        "reason": None,  # only when there was nothing to write
     }
     assert doc["token"].startswith("p1.")
     doc = as_json(tb("redo", "--json"))

@@ -55,7 +55,7 @@ from ._patch import file_patch
 from ._plan import check_plan, plan_token
 from ._records import first_change, last_recorded, recorded_state
 from ._rewind import target_scope
-from ._snapshot import Recording, scan, take
+from ._snapshot import Recording, _scan, record, scan
 from ._treediff import lookup
 
 if TYPE_CHECKING:
@@ -77,7 +77,12 @@ class TurnOpResult:
             or never kept (over the size limit) is in the way, or the path was out of
             scope at the target; ``force`` does not write over these, since no snapshot
             could bring them back.
-        nothing: true when there was nothing to do (nothing was written, no snapshot).
+        nothing: true when there was nothing to do (nothing was written, no snapshot, no
+            operation recorded): no turn to take back, or every path already as the
+            operation would leave it (``reason`` says which, and why).
+        reason: when ``nothing`` because every path already was as the operation would
+            leave it, why, in words (``turn 4's changes are not in the workspace (a
+            rewind took them back)``); None otherwise.
         actions: for each path written, what was done as a rewind plan says it: ``M``
             restored in place, ``A`` removed, ``D`` made again.
         ref: for a one-file undo, the ref of the state it went back to (``turn:N``, or
@@ -119,14 +124,17 @@ class TurnOpResult:
     preview: bytes = b""
     regions: dict[str, list[Region]] = field(default_factory=dict)
     token: str | None = None
+    reason: str | None = None
 
     def summary(self) -> str:
         """One line for people, naming the session and turns it acted on.
 
-        ``Undid turn 3 of session 'agent'. Files restored: 3.``, or ``Nothing to undo.``.
+        ``Undid turn 3 of session 'agent'. Files restored: 3.``, or ``Nothing to undo.``
+        (with its reason, when there is one: ``Nothing to undo: turn 4's changes …``).
         """
         if self.nothing:
-            return f"Nothing to {self.kind}."
+            why = f": {self.reason}" if self.reason else ""
+            return f"Nothing to {self.kind}{why}."
         count = f"Files restored: {len(self.restored)}."
         if self.dry_run:
             count = f"Files it would restore: {len(self.restored)}."
@@ -171,6 +179,7 @@ class TurnOpResult:
             "regions": {p: [r.to_json() for r in rs] for p, rs in self.regions.items()},
             "preview": self.preview.decode("utf-8", "replace"),
             "token": self.token,
+            "reason": self.reason,
         }
 
 
@@ -241,6 +250,9 @@ def _run(
     dry_run: bool = False,
     plan: str | None = None,
     unconfirmed: Collection[str] = (),
+    nothing_why: Callable[[bool], str] | None = None,
+    since: int | None = None,
+    on_nothing: Callable[[Meta], None] | None = None,
 ) -> TurnOpResult:
     """Snapshot, check, write through the engine, and record one operation (under the lock).
 
@@ -273,6 +285,16 @@ def _run(
             its plan now is that one.
         unconfirmed: paths a step whose end was never seen changed: conflicts (what
             they hold may be a person's edit), written over only with ``force``.
+        nothing_why: when every path already is as the operation would leave it, the
+            words that say why, given whether a rewind was taken after ``since``.
+        since: the sequence number of what the operation takes back (a turn's end, an
+            op); None: no rewind is looked for.
+        on_nothing: when there is nothing to write, what the record notes instead of an
+            operation (so that the stack walks on: an undo's turn is taken back).
+
+    Returns:
+        What it wrote; or, with every path already as it would leave it, a result with
+        ``nothing`` and ``reason``: no snapshot taken, no operation recorded.
 
     Raises:
         StalePlanError: ``plan`` is not the plan now; nothing was written.
@@ -286,17 +308,14 @@ def _run(
     if merge and force:
         raise UsageError("merge and force do not go together: force overwrites, merge keeps")
     previous = store.read_journal()
+    save: Callable[[], None] | None = None
     if dry_run:
-        pre = None
         now_tree = scan(store, opts).tree
     else:
-        pre = take(
-            rec,
-            kind=f"pre-{kind}",
-            session=session,
-            message=f"before {kind} of turn(s) {', '.join(map(str, turns))}",
-        )
-        now_tree = pre.tree
+        # Recorded as the snapshot before only once there is something to write.
+        with store.lock(exclusive=False):
+            scanned, save = _scan(store, opts)
+        now_tree = scanned.tree
     if callable(pairs):
         pairs = pairs(now_tree)
     moves = engine.moves_from(store, now_tree, pairs, created=created)
@@ -310,10 +329,6 @@ def _run(
         subject=[turns, json.dumps(data, sort_keys=True, default=str), merge, force],
         checked=checked,
     )
-    if plan is not None and not dry_run:
-        check_plan(plan, token, kind=kind)
-    merged: MergePlan | None = None
-    why: dict[str, str] = {}
     journal: dict[str, Any] = {
         "op": kind,
         "session": session,
@@ -321,6 +336,35 @@ def _run(
         "file": data.get("file"),
     }
     resumed = isinstance(previous, dict) and all(previous.get(k) == v for k, v in journal.items())
+    if not (checked.todo or checked.conflicts or checked.left or checked.not_restored or resumed):
+        # Every path already is as it would leave it: say why, record no operation. A
+        # plan confirmed that showed something (a token; a plan of nothing has none) is
+        # out of date, and refused before the record moves.
+        if plan and not dry_run:
+            check_plan(plan, token, kind=kind)
+        rewound = since is not None and _rewound_since(store, since)
+        reason = nothing_why(rewound) if nothing_why else "its paths already are as it leaves them"
+        if on_nothing is not None and not dry_run:
+            with store.meta.tx():
+                on_nothing(store.meta)
+        return TurnOpResult(
+            kind, turns, None, nothing=True, session=session, dry_run=dry_run, reason=reason
+        )
+    pre = None
+    if not dry_run:
+        with store.lock(exclusive=False):
+            pre = record(
+                rec,
+                scanned,
+                kind=f"pre-{kind}",
+                session=session,
+                message=f"before {kind} of turn(s) {', '.join(map(str, turns))}",
+                save=save,
+            )
+    if plan is not None and not dry_run:
+        check_plan(plan, token, kind=kind)
+    merged: MergePlan | None = None
+    why: dict[str, str] = {}
     if merge and checked.conflicts:
         merged = merge_moves(
             moves,
@@ -441,6 +485,51 @@ def _run(
         markers={p: rs for p, rs in marked.items() if p in wrote},
         token=token,
     )
+
+
+def _rewound_since(store: Store, seq: int) -> bool:
+    """Whether a rewind was taken after the store-wide sequence number ``seq``."""
+    numbers = store.meta.seqs().snapshots
+    return any(
+        s.kind == "pre-rewind" and numbers.get(s.id, 0) > seq for s in store.meta.snapshots()
+    )
+
+
+def _turn_words(turns: list[int]) -> str:
+    return f"turn {turns[0]}" if len(turns) == 1 else "turns " + ", ".join(map(str, turns))
+
+
+def _gone(turns: list[int], path: str | None = None) -> Callable[[bool], str]:
+    """The words of a take-back whose turns' changes are not in the workspace."""
+
+    def why(rewound: bool) -> str:
+        if path is not None:
+            cause = "a rewind took it back" if rewound else "it is already as before the turn"
+            return f"{_turn_words(turns)}'s change to {path} is not in the workspace ({cause})"
+        if rewound:
+            cause = "a rewind took them back"
+        elif len(turns) == 1:
+            cause = "its files are already as before it"
+        else:
+            cause = "their files are already as before them"
+        return f"{_turn_words(turns)}'s changes are not in the workspace ({cause})"
+
+    return why
+
+
+def _back(turns: list[int]) -> Callable[[bool], str]:
+    """The words of a bringing back whose turns' changes are in the workspace already."""
+
+    def why(rewound: bool) -> str:
+        if rewound:
+            cause = "a rewind brought them back"
+        elif len(turns) == 1:
+            cause = "its files already hold what it left"
+        else:
+            cause = "their files already hold what they left"
+        return f"{_turn_words(turns)}'s changes are already in the workspace ({cause})"
+
+    return why
 
 
 def _unconfirmed_first(
@@ -626,6 +715,10 @@ def undo(
             dry_run=dry_run,
             plan=plan,
             unconfirmed=doubted,
+            nothing_why=_gone([n], file),
+            since=store.meta.turn_end_seqs(session).get(n),
+            # Taken back already: the next undo goes on to the turn before.
+            on_nothing=on_done,
         )
 
 
@@ -719,6 +812,9 @@ def redo(
             labels=(f"undo of turn {n}", f"turn {n}"),
             dry_run=dry_run,
             plan=plan,
+            nothing_why=_back([n]),
+            since=store.meta.op_seqs(session).get(op_id),
+            on_nothing=on_done,  # brought back already: the next redo goes on
         )
 
 
@@ -761,6 +857,12 @@ def _redo_file(
         labels=("its undo", "before its undo"),
         dry_run=dry_run,
         plan=plan,
+        nothing_why=lambda rewound: (
+            f"{data.get('file')} already holds what it held before "
+            + ("its undo (a rewind brought it back)" if rewound else "its undo")
+        ),
+        since=store.meta.op_seqs(session).get(op_id),
+        on_nothing=lambda meta: meta.set_op_state(op_id, "redone"),  # the next redo goes on
     )
 
 
@@ -838,6 +940,9 @@ def revert(
             ),
             dry_run=dry_run,
             plan=plan,
+            # No state moves: with no revert recorded, nothing could unrevert the turns.
+            nothing_why=_gone(nums),
+            since=max(store.meta.turn_end_seqs(session).get(n, 0) for n in nums),
         )
 
 
@@ -901,6 +1006,11 @@ def _move_revert(
         labels=(f"revert to turn {old_to}", f"turn {to_turn}" if to_turn else "before turn 1"),
         dry_run=dry_run,
         plan=plan,
+        nothing_why=lambda _r: (
+            "the workspace already holds "
+            + (f"the state turn {to_turn} left" if to_turn else "the state before turn 1")
+        ),
+        on_nothing=on_done,  # the standing revert stands at to_turn now
     )
 
 
@@ -958,6 +1068,9 @@ def unrevert(
             labels=("the revert", "before the revert"),
             dry_run=dry_run,
             plan=plan,
+            nothing_why=_back(turns),
+            since=store.meta.op_seqs(session).get(op_id),
+            on_nothing=on_done,
         )
 
 
@@ -1016,6 +1129,7 @@ def undo_file(
             labels=(source or "the record", f"before {ref}"),
             dry_run=dry_run,
             plan=plan,
+            nothing_why=lambda _r: f"{path} is already as before {ref}",
         )
         result.ref = ref
         return result
