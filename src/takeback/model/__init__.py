@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._plan import Plan, PlanAction, PlanItem
+from ._plan import EFFECTS, Plan, PlanAction, PlanEffect, PlanItem
 from ._records import (
     Change,
     ChangeKind,
@@ -33,6 +33,7 @@ from ._tree import (
 
 __all__ = [
     "DIR",
+    "EFFECTS",
     "FILE",
     "LARGE",
     "LINK",
@@ -42,6 +43,7 @@ __all__ = [
     "Entry",
     "Plan",
     "PlanAction",
+    "PlanEffect",
     "PlanItem",
     "SessionInfo",
     "SnapshotInfo",

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._fs import check_relpath
 from ..errors import ConflictError, StoreError, UsageError
-from ..model import DIR, Entry, PlanAction, decode_state, encode_state
+from ..model import DIR, EFFECTS, Entry, PlanAction, PlanEffect, decode_state, encode_state
 from ..store import OpRow, Store
 from . import _engine as engine
 from ._after import record_after
@@ -158,6 +158,11 @@ class TurnOpResult:
         word = "turn" if len(self.turns) == 1 else "turns"
         return f"{done} {word} {', '.join(map(str, self.turns))}{of}. {count}"
 
+    @property
+    def effects(self) -> dict[str, PlanEffect]:
+        """What is (or would be) done to each path of ``actions``: restore, remove, recreate."""
+        return {p: EFFECTS[a] for p, a in self.actions.items()}
+
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``--json``, and the MCP tools that take back)."""
         return {
@@ -170,6 +175,7 @@ class TurnOpResult:
             "conflicts": self.conflicts,
             "left": self.left,
             "actions": self.actions,
+            "effects": self.effects,
             "ref": self.ref,
             "session": self.session,
             "dry_run": self.dry_run,
