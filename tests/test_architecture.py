@@ -25,6 +25,7 @@ LAYERS = {
     "workspace": 4,
     "_session": 4,
     "_likeness": 4,
+    "_stores": 4,
     "__init__": 4,
     "__main__": 7,
     "integrations": 5,

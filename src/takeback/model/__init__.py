@@ -15,6 +15,7 @@ from ._records import (
     change_kind,
     unreadable_json,
 )
+from ._results import RewindResult
 from ._tree import (
     DIR,
     FILE,
@@ -45,6 +46,7 @@ __all__ = [
     "PlanAction",
     "PlanEffect",
     "PlanItem",
+    "RewindResult",
     "SessionInfo",
     "SnapshotInfo",
     "StepInfo",

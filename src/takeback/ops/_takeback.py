@@ -2,12 +2,12 @@
 
 Each is a :class:`TakeBack`, a spec its builder (:mod:`._undo`, :mod:`._undo_file`,
 :mod:`._hunks`) makes from the turns' change lists; :meth:`TakeBack.run` hands its moves
-to the one restore engine (:mod:`._engine`), which checks, journals and writes. Every one of them decides and
-writes under the store's exclusive lock (two of them at once cannot both take back the
-same turn), writes nothing on a conflict, takes a snapshot before writing, and is recorded
-in the ``ops`` table, in the same transaction as the turn states it changes, with the
-state it wrote to each path (so a later one-file undo knows what the record says a file
-holds now).
+to the one restore engine (:mod:`._engine`), which checks, journals and writes. Every
+one of them decides and writes under the store's exclusive lock (two of them at once
+cannot both take back the same turn), writes nothing on a conflict, takes a snapshot
+before writing, and is recorded in the ``ops`` table, in the same transaction as the
+turn states it changes, with the state it wrote to each path (so a later one-file undo
+knows what the record says a file holds now).
 
 Undo and revert while a turn is still open (a design choice): the open turn is ended
 first (by the API, the one place turns end, so that their events go out), its change
