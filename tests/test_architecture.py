@@ -26,6 +26,7 @@ LAYERS = {
     "_session": 4,
     "_likeness": 4,
     "_stores": 4,
+    "_announce": 4,
     "__init__": 4,
     "__main__": 7,
     "integrations": 5,

@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import ops
+from ._announce import FileWord, announce_files, file_word
 from .errors import StalePlanError, TakebackError, UsageError
 from .model import DIR, Change, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
 from .scan import in_scope
@@ -783,28 +784,21 @@ class Turn:
         ops.finish_open_steps(ws.recording(), self.session.name, self.n)
         self._changes = ops.end_turn(ws.recording(), self.session.name, self.n)
         # file.changed is of files; the change list holds folders too.
-        files = [c for c in self._changes if c.kind != "folder"]
-        for c in files[: ws.MAX_FILE_EVENTS]:
-            kind = {"created": "created", "deleted": "deleted"}.get(c.status, "updated")
-            ws.emit(
-                {
-                    "event": "file.changed",
-                    "path": c.path,
-                    "change": kind,
-                    "tool_call_id": touches[c.path].tool_call_id if c.path in touches else None,
-                    "session": self.session.name,
-                    "turn": self.n,
-                }
-            )
-        if len(files) > ws.MAX_FILE_EVENTS:
-            ws.emit(
-                {
-                    "event": "file.changed.more",
-                    "more": len(files) - ws.MAX_FILE_EVENTS,
-                    "session": self.session.name,
-                    "turn": self.n,
-                }
-            )
+        announce_files(
+            ws.emit,
+            [
+                (
+                    c.path,
+                    file_word(c.status != "created", c.status != "deleted"),
+                    touches[c.path].tool_call_id if c.path in touches else None,
+                )
+                for c in self._changes
+                if c.kind != "folder"
+            ],
+            limit=ws.MAX_FILE_EVENTS,
+            session=self.session.name,
+            turn=self.n,
+        )
         return self._changes
 
     @property
@@ -846,7 +840,7 @@ class Step:
         self.n = 0
         self.before: SnapshotInfo | None = None
         self.after: SnapshotInfo | None = None
-        self.changed: list[tuple[str, str]] = []
+        self.changed: list[tuple[str, FileWord]] = []
         self._open = False
         #: a command begun outside any turn opens a turn of its own and ends it
         self._own_turn = False
@@ -1002,31 +996,15 @@ class Step:
         for path, old, new in deltas:
             if (old is None or old.kind == DIR) and (new is None or new.kind == DIR):
                 continue  # a folder made or removed: in the change list, not a file event
-            kind = (
-                "created"
-                if old is None or old.kind == DIR
-                else ("deleted" if new is None or new.kind == DIR else "updated")
-            )
-            self.changed.append((path, kind))
-            if not in_turn and len(self.changed) <= ws.MAX_FILE_EVENTS:
-                ws.emit(
-                    {
-                        "event": "file.changed",
-                        "path": path,
-                        "change": kind,
-                        "tool_call_id": call,
-                        "session": self.session.name,
-                        "step": self.n,
-                    }
-                )
-        if not in_turn and len(self.changed) > ws.MAX_FILE_EVENTS:
-            ws.emit(
-                {
-                    "event": "file.changed.more",
-                    "more": len(self.changed) - ws.MAX_FILE_EVENTS,
-                    "session": self.session.name,
-                    "step": self.n,
-                }
+            was = old is not None and old.kind != DIR
+            self.changed.append((path, file_word(was, new is not None and new.kind != DIR)))
+        if not in_turn:
+            announce_files(
+                ws.emit,
+                [(path, word, call) for path, word in self.changed],
+                limit=ws.MAX_FILE_EVENTS,
+                session=self.session.name,
+                step=self.n,
             )
 
 

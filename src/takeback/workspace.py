@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import ops
+from ._announce import MAX_FILE_EVENTS, announce_files, file_word
 from ._fs import to_rel
 from ._session import Session, Step, Turn
 from ._stores import default_data_dir, find_moved_store, find_root
@@ -103,7 +104,7 @@ class Workspace:
 
     #: At most this many ``file.changed`` events for one step, turn or take-back; the rest
     #: are counted in one ``file.changed.more`` event (``more``: how many).
-    MAX_FILE_EVENTS = 100
+    MAX_FILE_EVENTS = MAX_FILE_EVENTS
 
     def __repr__(self) -> str:
         return f"<Workspace {self.root!r}>"
@@ -776,28 +777,18 @@ class Workspace:
             left: how many paths it left as they are.
             conflicts: the paths it wrote over (forced).
         """
-        files = [p for p in sorted(written) if not p.endswith("/")]
-        word = {"A": "deleted", "D": "created"}
-        for p in files[: self.MAX_FILE_EVENTS]:
-            self.emit(
-                {
-                    "event": "file.changed",
-                    "path": p,
-                    "change": word.get(written[p], "updated"),
-                    "tool_call_id": None,
-                    "session": session,
-                    "op": op,
-                }
-            )
-        if len(files) > self.MAX_FILE_EVENTS:
-            self.emit(
-                {
-                    "event": "file.changed.more",
-                    "more": len(files) - self.MAX_FILE_EVENTS,
-                    "session": session,
-                    "op": op,
-                }
-            )
+        # A (made since the target) is removed, D (gone since) made again, M rewritten.
+        announce_files(
+            self.emit,
+            [
+                (p, file_word(written[p] != "D", written[p] != "A"), None)
+                for p in sorted(written)
+                if not p.endswith("/")
+            ],
+            limit=self.MAX_FILE_EVENTS,
+            session=session,
+            op=op,
+        )
         self.emit(
             {
                 "event": "restore.done",
