@@ -15,7 +15,7 @@ from ._records import (
     change_kind,
     unreadable_json,
 )
-from ._results import RewindResult
+from ._results import Lines, Region, RewindResult, TurnOpResult
 from ._tree import (
     DIR,
     FILE,
@@ -38,6 +38,7 @@ __all__ = [
     "FILE",
     "LARGE",
     "LINK",
+    "Lines",
     "Change",
     "ChangeKind",
     "ChangeStatus",
@@ -46,12 +47,14 @@ __all__ = [
     "PlanAction",
     "PlanEffect",
     "PlanItem",
+    "Region",
     "RewindResult",
     "SessionInfo",
     "SnapshotInfo",
     "StepInfo",
     "Tree",
     "TurnInfo",
+    "TurnOpResult",
     "TurnState",
     "UNREADABLE",
     "change_kind",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..model import TurnOpResult
     from ._audit import AuditResult, audit
     from ._bisect import BisectPoint, BisectResult, BisectRun, bisect, materialize
     from ._copy import CopyResult, copy_history, verify_objects
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from ._refs import Resolved, resolve
     from ._rewind import RewindOutcome, rewind
     from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
-    from ._takeback import MergeOption, TurnOpResult
+    from ._takeback import MergeOption
     from ._treediff import diff_trees, lookup, under
     from ._turns import (
         begin_turn,

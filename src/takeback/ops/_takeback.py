@@ -42,15 +42,16 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConflictError, StoreError, UsageError
-from ..model import DIR, EFFECTS, Entry, PlanAction, PlanEffect, decode_state, encode_state
+from ..model import DIR, Entry, PlanAction, Region, decode_state, encode_state
+from ..model import TurnOpResult as TurnOpResult  # ops.TurnOpResult: the model's type
 from ..store import Store
 from . import _engine as engine
 from ._after import record_after
-from ._merge import MergePlan, Region, merge_moves, refusal_lines
+from ._merge import MergePlan, merge_moves, refusal_lines
 from ._patch import file_patch
 from ._plan import check_plan, plan_token
 from ._rewind import target_scope
@@ -60,141 +61,6 @@ from ._treediff import lookup
 if TYPE_CHECKING:
     from ..store import Meta
 
-
-@dataclass
-class TurnOpResult:
-    """What an undo, redo, revert or unrevert did.
-
-    Attributes:
-        kind: ``undo``, ``redo``, ``revert``, ``unrevert`` or ``undo-file``.
-        turns: the turns it took back or brought back.
-        pre: the snapshot taken before it wrote anything (``rewind --to`` it to go back).
-        restored: the paths it wrote or removed (folders end in ``/``).
-        not_restored: paths whose state to write was never kept (over the size limit).
-        conflicts: paths changed since the record that ``force`` overwrote.
-        left: paths left as they are, and why: something out of scope (an ignored file)
-            or never kept (over the size limit) is in the way, or the path was out of
-            scope at the target; ``force`` does not write over these, since no snapshot
-            could bring them back.
-        nothing: true when there was nothing to do (nothing was written, no snapshot, no
-            operation recorded): no turn to take back, or every path already as the
-            operation would leave it (``reason`` says which, and why).
-        reason: when ``nothing`` because every path already was as the operation would
-            leave it, why, in words (``turn 4's changes are not in the workspace (a
-            rewind took them back)``); None otherwise.
-        actions: for each path written, what was done as a rewind plan says it: ``M``
-            restored in place, ``A`` removed, ``D`` made again.
-        ref: for a one-file undo, the ref of the state it went back to (``turn:N``, or
-            the id of the snapshot before a command step).
-        session: the session whose turns it acted on.
-        dry_run: it only planned: nothing was written and no snapshot taken;
-            ``restored`` and ``actions`` are what it would write, ``conflicts`` the paths
-            changed since the record (refused unless ``force``, which would overwrite
-            them; with ``merge``, those whose merge fails).
-        why: for each conflict, the line that names it (``a.txt changed after turn 3``,
-            and for a merge that fails, each region).
-        merged: the paths whose state written (or, in a dry run, to write) is a
-            three-way merge of the file now, the record and the state taken back to.
-        markers: the paths written with conflict markers, and their regions.
-        regions: in a dry run with ``merge`` (not markers), the paths whose merge would
-            refuse the operation, and their regions (as a refusal's
-            ``ConflictError.regions`` names them).
-        preview: in a dry run, the unified diff from each merged file now to its merge.
-        token: the plan's token (:mod:`._plan`): given back as ``plan``, the operation
-            does exactly this plan or refuses (``StalePlanError``); None when there was
-            nothing to do.
-    """
-
-    kind: str
-    turns: list[int]
-    pre: str | None
-    restored: list[str] = field(default_factory=list)
-    not_restored: list[str] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)
-    nothing: bool = False
-    left: dict[str, str] = field(default_factory=dict)
-    actions: dict[str, PlanAction] = field(default_factory=dict)
-    ref: str | None = None
-    session: str | None = None
-    dry_run: bool = False
-    why: dict[str, str] = field(default_factory=dict)
-    merged: list[str] = field(default_factory=list)
-    markers: dict[str, list[Region]] = field(default_factory=dict)
-    preview: bytes = b""
-    regions: dict[str, list[Region]] = field(default_factory=dict)
-    token: str | None = None
-    reason: str | None = None
-
-    def summary(self) -> str:
-        """One line for people, naming the session and turns it acted on.
-
-        ``Undid turn 3 of session 'agent'. Files restored: 3.``, or ``Nothing to undo.``
-        (with its reason, when there is one: ``Nothing to undo: turn 4's changes …``).
-        """
-        if self.nothing:
-            why = f": {self.reason}" if self.reason else ""
-            return f"Nothing to {self.kind}{why}."
-        count = f"Files restored: {len(self.restored)}."
-        if self.dry_run:
-            count = f"Files it would restore: {len(self.restored)}."
-            if self.conflicts:
-                count += f" Conflicts: {len(self.conflicts)}."
-        if self.merged:
-            count += f" Merged: {len(self.merged)}."
-        if self.markers:
-            count += f" With conflict markers: {len(self.markers)}."
-        named = self.session is not None
-        of = f" of session {self.session!r}" if named else ""
-        in_ = f" in session {self.session!r}" if named else ""
-        if self.kind == "undo-file":
-            would = "Would put" if self.dry_run else "Put"
-            return f"{would} back as before {self.ref}{in_}. {count}"
-        done = _DONE.get(self.kind, self.kind.capitalize())
-        if self.dry_run:
-            done = "Would take back hunks of" if self.kind == "undo-hunks" else f"Would {self.kind}"
-        if not self.turns:
-            return f"{done}{in_}. {count}"
-        word = "turn" if len(self.turns) == 1 else "turns"
-        return f"{done} {word} {', '.join(map(str, self.turns))}{of}. {count}"
-
-    @property
-    def effects(self) -> dict[str, PlanEffect]:
-        """What is (or would be) done to each path of ``actions``: restore, remove, recreate."""
-        return {p: EFFECTS[a] for p, a in self.actions.items()}
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the stable machine form (``--json``, and the MCP tools that take back)."""
-        return {
-            "op": self.kind,
-            "nothing": self.nothing,
-            "turns": self.turns,
-            "pre": self.pre,
-            "restored": self.restored,
-            "not_restored": self.not_restored,
-            "conflicts": self.conflicts,
-            "left": self.left,
-            "actions": self.actions,
-            "effects": self.effects,
-            "ref": self.ref,
-            "session": self.session,
-            "dry_run": self.dry_run,
-            "why": self.why,
-            "merged": self.merged,
-            "markers": {p: [r.to_json() for r in rs] for p, rs in self.markers.items()},
-            "regions": {p: [r.to_json() for r in rs] for p, rs in self.regions.items()},
-            "preview": self.preview.decode("utf-8", "replace"),
-            "token": self.token,
-            "reason": self.reason,
-        }
-
-
-_DONE = {
-    "undo": "Undid",
-    "undo-hunks": "Took back hunks of",
-    "redo": "Redid",
-    "revert": "Reverted",
-    "unrevert": "Unreverted",
-}
 
 #: (path, state the record says is there now, state to write)
 _Pair = tuple[str, Entry | None, Entry | None]

@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from .._fs import check_relpath
 from ..errors import UsageError
-from ..model import Entry, decode_state
+from ..model import Entry, TurnOpResult, decode_state
 from ..store import OpRow, Store
 from ._snapshot import Recording
 from ._takeback import (
     How,
     MergeOption,
     TakeBack,
-    TurnOpResult,
     _changes,
     _Pair,
     _tree_of,

@@ -13,10 +13,10 @@ from typing import Any
 
 from .._fs import check_relpath
 from ..errors import UsageError
-from ..model import decode_state
+from ..model import TurnOpResult, decode_state
 from ._records import first_change, last_recorded, recorded_state
 from ._snapshot import Recording
-from ._takeback import How, MergeOption, TakeBack, TurnOpResult, _Pair, _tree_of
+from ._takeback import How, MergeOption, TakeBack, _Pair, _tree_of
 from ._treediff import lookup
 
 
