@@ -27,6 +27,8 @@ LAYERS = {
     "_likeness": 4,
     "_stores": 4,
     "_announce": 4,
+    "_host": 4,
+    "_takebacks": 4,
     "__init__": 4,
     "__main__": 7,
     "integrations": 5,
