@@ -29,6 +29,7 @@ LAYERS = {
     "_announce": 4,
     "_host": 4,
     "_takebacks": 4,
+    "_upkeep": 4,
     "__init__": 4,
     "__main__": 7,
     "integrations": 5,

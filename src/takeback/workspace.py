@@ -16,11 +16,11 @@ from . import ops
 from ._announce import MAX_FILE_EVENTS, announce_files, file_word
 from ._fs import to_rel
 from ._session import Session, Step, Turn
-from ._stores import default_data_dir, find_moved_store, find_root
+from ._stores import StoreHome, default_data_dir, find_root
+from ._upkeep import Upkeep
 from .errors import (
     PathError,
     ScanError,
-    StoreMissingError,
     TakebackError,
     UsageError,
 )
@@ -32,10 +32,6 @@ from .store import (
     default_store_path,
     is_database_url,
     local_store_path,
-    open_store,
-    read_marker,
-    rehome,
-    release_reserve,
 )
 
 if TYPE_CHECKING:
@@ -52,7 +48,7 @@ AGENT_KEY = "session-agent:"
 Event = dict[str, Any]
 
 
-class Workspace:
+class Workspace(StoreHome, Upkeep):
     """A folder whose history takeback records.
 
     Args:
@@ -110,128 +106,6 @@ class Workspace:
         return f"<Workspace {self.root!r}>"
 
     # -- plumbing ----------------------------------------------------------------------
-
-    def open_store(self, *, create: bool = False) -> Store:
-        """Return the open store, opening (or, with ``create``, making) it on first use.
-
-        Raises:
-            StoreMissingError: there is none and ``create`` is false.
-            StoreError: the store is unusable (version, root, damage).
-        """
-        if self._store is None:
-            try:
-                self._store = open_store(
-                    self.store_url or self.store_path,
-                    self.root,
-                    local=self.store_path,
-                    create=create,
-                )
-            except StoreMissingError as e:
-                moved = self.moved_store() if self._default_store else None
-                if moved is None:
-                    raise
-                raise StoreMissingError(
-                    f"{e.message}; this folder looks like {moved[1]}, moved: adopt its "
-                    f"history with `takeback adopt {moved[0]}`",
-                    path=self.store_path,
-                ) from e
-        return self._store
-
-    def moved_store(self) -> tuple[str, str] | None:
-        """Return (store, old root) of this folder's history from before it was moved.
-
-        A default store (in the user's data folder) whose recorded folder no longer
-        exists and was this one (same device and inode); None when there is none.
-        """
-        return find_moved_store(self.root, self._data_dir or default_data_dir())
-
-    def adopt(
-        self,
-        store: str | os.PathLike[str] | None = None,
-        *,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> str:
-        """Make a moved workspace's history this folder's (nothing in the folder is written).
-
-        The store's ``store.json`` is given this root; a default store (in the user's
-        data folder) is renamed to this folder's default store, where commands look.
-        The folder must look like the recorded one (see ``_likeness.py``): a reused
-        inode number alone never attaches another project's history.
-
-        Args:
-            store: the store to adopt (default: the one :meth:`moved_store` finds).
-            force: adopt it even when this folder does not look like the recorded one.
-            dry_run: check and return where it would be, changing nothing.
-
-        Returns:
-            Where the adopted store is now (would be, with ``dry_run``).
-
-        Raises:
-            UsageError: no moved store found, its folder still exists (a copy, not a
-                move), this folder has a store already, or it does not look like the
-                recorded folder (without ``force``).
-            StoreCorruptError: the store's marker is unreadable.
-        """
-        self.close()
-        if self.store_url is not None:
-            raise UsageError(
-                "a database store finds a workspace by its key, not by its folder: "
-                "nothing to adopt (name the key with #key after the address)"
-            )
-        if store is None:
-            found = self.moved_store()
-            if found is None:
-                raise UsageError(f"no moved workspace's store found for {self.root}")
-            path = found[0]
-        else:
-            path = os.path.realpath(os.fspath(store))
-        info = read_marker(path)
-        if info is None:
-            raise UsageError(f"not a takeback store: {path}")
-        old = str(info["root"])
-        if old == self.root:
-            return path
-        if os.path.lexists(old):
-            raise UsageError(
-                f"store {path} belongs to {old}, which still exists: a copy of a "
-                "workspace does not take its history (snapshot the copy instead)"
-            )
-        base = os.path.join(self._data_dir or default_data_dir(), "workspaces")
-        target = path
-        if self._default_store and os.path.dirname(path) == base:
-            target = self.store_path
-            if target != path and os.path.lexists(target):
-                raise UsageError(
-                    f"this folder has a store already ({target}); remove it to adopt {path}"
-                )
-        from ._likeness import likeness
-
-        self.last_likeness = like = likeness(path, old, self.root)
-        if not like.alike and not force:
-            raise UsageError(
-                f"{self.root} does not look like {old}, whose history {path} holds "
-                f"({like.describe()}); adopt it anyway with --force"
-            )
-        if dry_run:
-            return target
-        # Renamed first: a failure between the two leaves a store at this folder's key
-        # that names the old root, which the next command recognizes (and offers again).
-        if target != path:
-            os.rename(path, target)
-        rehome(target, self.root)
-        self.store_path = target
-        return target
-
-    def has_store(self) -> bool:
-        """Return whether a store exists for this workspace."""
-        if self.store_url is not None:
-            try:
-                self.open_store()
-            except StoreMissingError:
-                return False
-            return True
-        return os.path.exists(os.path.join(self.store_path, "store.json"))
 
     def listen(self) -> Listener | None:
         """Return a listener that hears when this workspace's history changes.
@@ -532,167 +406,6 @@ class Workspace:
         if entry.kind == UNREADABLE:
             raise PathError(f"{rel} could not be read and was not kept", path=rel)
         return ops.read_entry(store, entry)
-
-    # -- keeping the store bounded ------------------------------------------------------
-
-    def policy(self) -> ops.Policy:
-        """Return the store's retention policy (the defaults where it sets none).
-
-        Raises:
-            StoreMissingError: there is no store.
-        """
-        return ops.read_policy(self.open_store().meta)
-
-    def set_policy(
-        self,
-        *,
-        keep_turns: int | None = None,
-        keep_days: float | None = None,
-        auto: bool | None = None,
-    ) -> ops.Policy:
-        """Set parts of the retention policy (kept in the store); return the whole policy.
-
-        Raises:
-            UsageError: ``keep_turns`` below 1, or ``keep_days`` below 0.
-            StoreMissingError: there is no store.
-        """
-        return ops.write_policy(
-            self.open_store(), keep_turns=keep_turns, keep_days=keep_days, auto=auto
-        )
-
-    def gc(
-        self,
-        *,
-        keep_turns: int | None = None,
-        keep_days: float | None = None,
-        dry_run: bool = False,
-        now: float | None = None,
-        pause: Callable[[str], None] | None = None,
-    ) -> ops.GcResult:
-        """Remove what the retention policy no longer keeps (see ``ops._gc``).
-
-        Args:
-            keep_turns: this run's turn count, instead of the policy's.
-            keep_days: this run's day limit, instead of the policy's.
-            dry_run: only say what would go.
-            now: the moment the day limit counts back from (default: now).
-            pause: called between gc's steps with the next one's name (tests).
-
-        Raises:
-            UsageError: a bad ``keep_turns`` or ``keep_days``.
-            StoreMissingError: there is no store.
-        """
-        ops.check_policy(keep_turns, keep_days)
-        if not dry_run:
-            self._make_room()
-        store = self.open_store()
-        policy = ops.read_policy(store.meta)
-        policy = dataclasses.replace(
-            policy,
-            keep_turns=policy.keep_turns if keep_turns is None else keep_turns,
-            keep_days=policy.keep_days if keep_days is None else keep_days,
-        )
-        result = ops.gc(store, policy, dry_run=dry_run, now=now, pause=pause)
-        if not dry_run:
-            self.emit({"event": "gc.done", **result.to_json()})
-        return result
-
-    def last_gc(self) -> float:
-        """When gc last ran (0: never; a store made before gc existed says nothing).
-
-        Raises:
-            StoreMissingError: there is no store.
-        """
-        store = self.open_store()
-        raw = store.meta.get_meta(ops.LAST_GC)
-        return ops.last_gc(store) if raw is not None else 0.0
-
-    def _make_room(self) -> None:
-        """Free the room the store keeps for gc, before gc opens its databases.
-
-        On a full disk, opening a database to write needs room too; a store opened
-        read-only for want of it is opened again. (A database store keeps no reserve:
-        its server's disk is not this machine's.)
-        """
-        if self.store_url is not None:
-            return
-        if self.has_store() and release_reserve(self.store_path):
-            if self._store is not None and self._store.readonly:
-                self.close()
-
-    def purge(
-        self, session: str | None = None, *, everything: bool = False, dry_run: bool = False
-    ) -> ops.GcResult:
-        """Remove a session's history for good (or every session's), then what only it reached.
-
-        Nothing to purge (no such session) is not an error: the result removes nothing.
-        With ``everything``, a database store's local folder on this machine goes too (its
-        scan cache, the hook's records and log), and the one an older takeback kept for
-        the folder whatever the history.
-
-        Raises:
-            UsageError: neither a session nor ``everything``, or the session is the one an
-                interrupted restore needs.
-            StoreMissingError: there is no store.
-        """
-        if (session is None) == (not everything):
-            raise UsageError("purge takes a session or everything, not both or neither")
-        if not dry_run:
-            self._make_room()
-        store = self.open_store()
-        result = ops.gc(
-            store,
-            ops.read_policy(store.meta),
-            dry_run=dry_run,
-            purge=[session] if session is not None else None,
-            purge_all=everything,
-        )
-        if not dry_run:
-            self.emit({"event": "purge.done", **result.to_json()})
-            if everything and self.store_url is not None:
-                self._drop_local()
-        return result
-
-    def _drop_local(self) -> None:
-        """Remove what a database store keeps on this machine for this workspace."""
-        import shutil
-
-        self.close()
-        older = local_store_path(self.root, self._data_dir or default_data_dir())
-        for path in (self.store_path, older):
-            shutil.rmtree(path, ignore_errors=True)
-
-    def fsck(
-        self, *, read_data: bool = False, on_progress: Callable[[int, int], None] | None = None
-    ) -> ops.FsckResult:
-        """Check the store (with ``read_data``, every object's hash); see ``ops._fsck``.
-
-        Raises:
-            StoreMissingError: there is no store.
-            StoreCorruptError: the store cannot be opened at all.
-        """
-        return ops.fsck(self.open_store(), read_data=read_data, on_progress=on_progress)
-
-    def du(self) -> ops.DuResult:
-        """Return the store's size, per session, and what gc would free.
-
-        Raises:
-            StoreMissingError: there is no store.
-        """
-        store = self.open_store()
-        return ops.du(store, ops.read_policy(store.meta))
-
-    def claim_auto_gc(self) -> bool:
-        """Whether gc is due by itself (over a day since the last), claiming the run if so.
-
-        False when there is no store or it cannot be written.
-        """
-        if not self.has_store():
-            return False
-        try:
-            return ops.claim_auto_gc(self.open_store())
-        except TakebackError:
-            return False
 
     # -- taking back -------------------------------------------------------------------
 
