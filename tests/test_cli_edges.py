@@ -121,8 +121,9 @@ def test_odd_names_are_quoted_as_git_quotes_them(tb: CLI, ws_dir: Path) -> None:
     lines = tb("diff", "--name-status").stdout.splitlines()
     assert len(lines) == len(ODD) and _paths(lines, "A\t") == want
     lines = tb("rewind", "--to", first, "--dry-run").stdout.splitlines()
-    # a line per path, the count, "dry run: ...", and the plan's token for --plan
-    assert _paths(lines, "A ") == want and len(lines) == len(ODD) + 3
+    # "would remove:", a line per path, the count, "dry run: ...", and the plan's token
+    assert _paths(lines, "A ") == want and len(lines) == len(ODD) + 4
+    assert lines[0] == "would remove:"
 
     # --json keeps names as they are
     doc = json.loads(tb("status", "--json").stdout)

@@ -101,7 +101,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tb: CLI, ws_dir: Path, store
     assert state(ws_dir) == after
     assert len(json.loads(tb("log", "--json").stdout)) == n_before
     doc = json.loads(tb("rewind", "--to", "start", "--dry-run", "--json").stdout)
-    assert {"action": "M", "path": "src/app.py"} in doc["plan"]
+    assert {"action": "M", "path": "src/app.py", "effect": "restore"} in doc["plan"]
     assert doc["counts"]["M"] >= 1 and doc["pre_rewind"] is None
 
 

@@ -243,12 +243,15 @@ def test_undo_file_undo_turn_redo(tb: CLI, ws_dir: Path, store_dir: Path) -> Non
         r = ok(await call("redo"))
         assert r["turns"] == [2] and (ws_dir / "app.py").read_text() == "v3\n"
         assert not (ws_dir / "new/deep/made.txt").exists()
-        # Redo walks on through the one-file undos: app.py's was taken back by the rewind
-        # already (nothing to write); new/deep/made.txt's brings the file back.
+        # Redo walks on through the one-file undos: app.py's was brought back by the
+        # rewind already (nothing to write: it says so, and records no operation);
+        # new/deep/made.txt's brings the file back.
         r = ok(await call("redo"))
-        assert (
-            r["message"] == "Redid in session 'agent'. Files restored: 0." and r["restored"] == []
+        assert r["message"] == (
+            "Nothing to redo: app.py already holds what it held before its undo "
+            "(a rewind brought it back)."
         )
+        assert r["nothing"] is True and r["restored"] == [] and r["pre"] is None
         r = ok(await call("redo"))
         assert r["restored"] == ["new/deep/made.txt"]
         assert (ws_dir / "new/deep/made.txt").read_text() == "made\n"

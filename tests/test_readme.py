@@ -44,6 +44,7 @@ def test_the_walkthrough_runs_word_for_word(tmp_path: Path) -> None:
     assert "1 file changed +1 -0" in out
     assert "Undid turn 2 of session 'default'" in out and "Redid turn 2" in out
     assert "-def greet(name):\n+def welcome(name):" in out
+    assert "would restore:\nM app.py\n" in out  # the plan, in words
     demo = tmp_path / "demo"
     assert (demo / "app.py").read_text().startswith("def greet(name):")
     assert (demo / "NOTES.md").read_text() == "my own notes\n"

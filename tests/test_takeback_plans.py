@@ -183,6 +183,7 @@ def test_the_commands_dry_run_prints_the_plan_and_writes_nothing(
     out = tb("undo", "--turn", "2", "--dry-run", "--session", "agent", check=3).stdout
     assert out.splitlines() == [
         "Would undo turn 2 of session 'agent'. Files it would restore: 1. Conflicts: 1.",
+        "would restore:",
         "  M src/app.py",
         "  conflict: tests/test_app.py changed after turn 2",
         "dry run: nothing was written"

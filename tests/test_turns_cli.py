@@ -262,6 +262,7 @@ def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path
         "left": {},
         "ref": None,
         "actions": {"a.txt": "M", "b.txt": "A"},
+        "effects": {"a.txt": "restore", "b.txt": "remove"},
         "session": "default",
         "dry_run": False,
         "why": {},
@@ -270,6 +271,7 @@ def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path
         "preview": "",
         "regions": {},
         "token": doc["token"],  # the plan it did (what --plan would have named)
+        "reason": None,  # only when there was nothing to write
     }
     assert doc["token"].startswith("p1.")
     doc = as_json(tb("redo", "--json"))

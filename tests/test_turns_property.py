@@ -2,12 +2,17 @@
 
 A state machine drives the public API the way a harness and a person would: turns of
 file-tool writes (with and without an editor's ``text``), deletes, chmods and commands;
-edits by a person at any moment between them; and undo (of the last turn, of turn N, of
-one file), redo, revert and unrevert, with and without ``force``. A model written from
-the spec predicts each file's bytes and mode, each change list, and which operations
-refuse with a conflict. After every step the folder must be exactly what the model says;
-an operation the model says must refuse has to raise ``ConflictError`` naming exactly the
-conflicting files and write nothing.
+edits by a person at any moment between them; rewinds to the state before a turn; and
+undo (of the last turn, of turn N, of one file), redo, revert and unrevert, with and
+without ``force``. A model written from the spec predicts each file's bytes and mode, each
+change list, and which operations refuse with a conflict. After every step the folder must
+be exactly what the model says; an operation the model says must refuse has to raise
+``ConflictError`` naming exactly the conflicting files and write nothing.
+
+An operation that finds every path already as it would leave it (a rewind, a person or
+another take-back put them there) has nothing to write: it says why (``reason``), takes
+no snapshot and records no operation, and the stack walks on as if it were done (undo
+marks its turn taken back; redo and unrevert mark theirs done); a revert moves no state.
 """
 
 from __future__ import annotations
@@ -58,6 +63,8 @@ class MTurn:
     n: int
     state: str = "open"
     changes: dict[str, tuple[File, File]] = field(default_factory=dict)
+    #: the files when it began (what ``turn:N`` names)
+    before: dict[str, File] = field(default_factory=dict)
 
 
 @dataclass
@@ -184,7 +191,11 @@ class TurnsMachine(RuleBasedStateMachine):
         moves: list[tuple[str, File, File]],
         force: bool,
     ) -> takeback.TurnOpResult | None:
-        """Run a real operation the model predicts; check refusals and results."""
+        """Run a real operation the model predicts; check refusals and results.
+
+        Returns None when it refused; a result with ``nothing`` when every path was
+        already as it would leave them (nothing written, no snapshot, a reason given).
+        """
         conflicts, todo = self.expect_apply(moves, force)
         before = on_disk(self.root), stamps(self.root)
         if conflicts and not force:
@@ -193,7 +204,14 @@ class TurnsMachine(RuleBasedStateMachine):
             assert sorted(info.value.conflicts) == sorted(conflicts)
             assert (on_disk(self.root), stamps(self.root)) == before  # nothing written
             return None
+        log = len(self.ws.log())
         result = call()
+        if not todo:
+            assert result.nothing and result.reason
+            assert result.pre is None and result.restored == [] and result.conflicts == []
+            assert (on_disk(self.root), stamps(self.root)) == before  # nothing written
+            assert len(self.ws.log()) == log  # no snapshot taken
+            return result
         assert not result.nothing
         files_todo = [(p, w) for p, w in todo if p not in FOLDERS]
         assert sorted(p for p in result.restored if not p.endswith("/")) == sorted(
@@ -230,7 +248,7 @@ class TurnsMachine(RuleBasedStateMachine):
         for op in self.ops:
             if op.state == "active":
                 op.state = "final"
-        self.turns.append(MTurn(len(self.turns) + 1))
+        self.turns.append(MTurn(len(self.turns) + 1, before=dict(self.files)))
         assert self.turn.n == len(self.turns)
         self.touched = {}
 
@@ -365,6 +383,17 @@ class TurnsMachine(RuleBasedStateMachine):
             self.turn = self.session.current_turn()
             assert self.turn is not None and self.turn.n == len(self.turns)
 
+    # -- rewinding ---------------------------------------------------------------------
+
+    @precondition(lambda self: self.turn is None and bool(self.turns))
+    @rule(data=st.data())
+    def rewind(self, data: st.DataObject) -> None:
+        """A rewind to the state before a turn: no take-back, the turns' states stay."""
+        k = data.draw(st.integers(1, len(self.turns)))
+        self.ws.rewind(f"turn:{k}", session="prop")
+        # The model's files only: the invariant checks that the rewind wrote them.
+        self.files = {p: f for p, f in self.turns[k - 1].before.items() if f is not None}
+
     # -- taking back -------------------------------------------------------------------
 
     @rule(
@@ -415,10 +444,16 @@ class TurnsMachine(RuleBasedStateMachine):
         if result is not None:
             assert result.turns == [t.n]
             if file is None:
-                t.state = "undone"
-            self.ops.append(
-                MOp("undo", [t.n], file, wrote=frozenset(p.rstrip("/") for p in result.restored))
-            )
+                t.state = "undone"  # nothing to write too: the next undo goes on
+            if not result.nothing:
+                self.ops.append(
+                    MOp(
+                        "undo",
+                        [t.n],
+                        file,
+                        wrote=frozenset(p.rstrip("/") for p in result.restored),
+                    )
+                )
 
     @rule(force=forces)
     def redo(self, force: bool) -> None:
@@ -467,7 +502,9 @@ class TurnsMachine(RuleBasedStateMachine):
         moves = [(p, last[p], first[p]) for p in sorted(first)]
         pre: dict[str, File] = {**self.files, **{d: self.now(d) for d in FOLDERS}}
         result = self.run_op(call, moves, force)
-        if result is not None:
+        if result is not None and result.nothing:
+            assert result.turns == [t.n for t in turns]  # and no state moves
+        elif result is not None:
             assert result.turns == [t.n for t in turns]
             for t in turns:
                 t.state = "reverted"

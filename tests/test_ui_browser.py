@@ -374,3 +374,40 @@ def test_a_hunk_of_a_turn_taken_back_from_its_own_control(
         page.locator("#plan-confirm").click()
         expect(page.locator("#apply-result")).to_contain_text("Took back hunks of turn 3")
     assert (ws_dir / "README.md").read_text() == README_0
+
+
+def test_a_plan_on_the_page_says_what_will_happen_in_the_command_lines_words(
+    page: Page, ws_dir: Path, store_dir: Path
+) -> None:
+    """``D`` rows sit under "Would recreate", as ``undo --dry-run`` prints them."""
+    write(ws_dir, "examples/naval/README", "ships\n")
+    write(ws_dir, "app.py", "v1\n")
+    with Workspace(ws_dir, store=store_dir) as ws:
+        s = ws.session("agent")
+        s.start()
+        with s.turn("Remove the naval example.") as t, t.command("rm -r examples/naval"):
+            shutil.rmtree(ws_dir / "examples" / "naval")
+            write(ws_dir, "app.py", "v2\n")
+    with serve_ui(ws_dir, store_dir) as ui:
+        page.goto(ui.url)
+        page.locator('[data-turn="1"]').click()
+        page.locator('[data-action="undo-turn"]').click()
+        rows = page.locator("#plan-list li")
+        expect(rows).to_have_text(
+            [
+                "Would restore",
+                "Mapp.pychanged since",
+                "Would recreate",
+                "Dexamples/naval/deleted since",
+                "Dexamples/naval/READMEdeleted since",
+            ]
+        )
+        shot(page, "10-plan-in-words")
+        page.locator("#plan-cancel").click()
+        # A rewind's plan, the same words.
+        page.locator('[data-action="rewind-turn"]').click()
+        expect(page.locator("#plan-list li.plan-head")).to_have_text(
+            ["Would restore", "Would recreate"]
+        )
+        page.locator("#plan-cancel").click()
+        assert (ws_dir / "app.py").read_text() == "v2\n"  # plans write nothing

@@ -129,7 +129,9 @@ def fake_browser(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
         "if os.path.isfile(path):\n"
         "    doc['mode'] = os.stat(path).st_mode & 0o777\n"
         "    doc['text'] = open(path).read()\n"
-        f"open({str(seen)!r}, 'w').write(json.dumps(doc))\n"
+        # Written aside and renamed: the test reads it the moment its name appears.
+        f"open({str(seen) + '.tmp'!r}, 'w').write(json.dumps(doc))\n"
+        f"os.rename({str(seen) + '.tmp'!r}, {str(seen)!r})\n"
     )
     env = dict(
         os.environ,

@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from typing import Any
 
+    from ._stores import copy_history, find_root
     from .errors import (
         ConflictError,
         PathError,
@@ -30,7 +31,17 @@ if TYPE_CHECKING:
         TakebackError,
         UsageError,
     )
-    from .model import Change, Entry, Plan, PlanItem, SessionInfo, SnapshotInfo, StepInfo, TurnInfo
+    from .model import (
+        Change,
+        Entry,
+        Plan,
+        PlanItem,
+        RewindResult,
+        SessionInfo,
+        SnapshotInfo,
+        StepInfo,
+        TurnInfo,
+    )
     from .ops import (
         BisectPoint,
         BisectResult,
@@ -46,16 +57,7 @@ if TYPE_CHECKING:
         TurnOpResult,
     )
     from .store import StoreAddress
-    from .workspace import (
-        DEFAULT_SESSION,
-        RewindResult,
-        Session,
-        Step,
-        Turn,
-        Workspace,
-        copy_history,
-        find_root,
-    )
+    from .workspace import DEFAULT_SESSION, Session, Step, Turn, Workspace
 
 _WHERE = {
     "BisectPoint": "ops",
@@ -77,7 +79,7 @@ _WHERE = {
     "Policy": "ops",
     "RefError": "errors",
     "RestoreError": "errors",
-    "RewindResult": "workspace",
+    "RewindResult": "model",
     "RootMismatchError": "errors",
     "ScanError": "errors",
     "Session": "workspace",
@@ -98,8 +100,8 @@ _WHERE = {
     "TurnOpResult": "ops",
     "UsageError": "errors",
     "Workspace": "workspace",
-    "copy_history": "workspace",
-    "find_root": "workspace",
+    "copy_history": "_stores",
+    "find_root": "_stores",
 }
 
 __all__ = [

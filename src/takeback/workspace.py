@@ -10,35 +10,28 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import ops
+from ._announce import MAX_FILE_EVENTS, announce_files, file_word
 from ._fs import to_rel
 from ._session import Session, Step, Turn
-from ._where import recorded_root
+from ._stores import StoreHome, default_data_dir, find_root
+from ._upkeep import Upkeep
 from .errors import (
     PathError,
     ScanError,
-    StoreCorruptError,
-    StoreMissingError,
     TakebackError,
     UsageError,
 )
-from .model import DIR, LARGE, UNREADABLE, Plan, SessionInfo, SnapshotInfo
+from .model import DIR, LARGE, UNREADABLE, RewindResult, SessionInfo, SnapshotInfo
 from .ops import Options
 from .store import (
     Store,
     StoreAddress,
     default_store_path,
-    find_database_root,
     is_database_url,
     local_store_path,
-    moved_here,
-    open_store,
-    read_marker,
-    rehome,
-    release_reserve,
 )
 
 if TYPE_CHECKING:
@@ -55,171 +48,7 @@ AGENT_KEY = "session-agent:"
 Event = dict[str, Any]
 
 
-@dataclass
-class RewindResult:
-    """What a rewind planned and, unless it was a dry run, did."""
-
-    plan: Plan
-    target: SnapshotInfo
-    note: str
-    dry_run: bool
-    pre: str | None = None
-    restored: list[str] = field(default_factory=list)
-    not_restored: list[str] = field(default_factory=list)
-    kept_dirs: list[str] = field(default_factory=list)
-    #: paths left as they are, and why (out of scope and in the way, never kept, ...)
-    left: dict[str, str] = field(default_factory=dict)
-    #: the plan's token: ``rewind(..., plan=token)`` does exactly this plan or refuses
-    token: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the stable machine form (``rewind --json``, MCP ``rewind``).
-
-        A dry run's ``not_restored`` and ``left`` are what the plan foresees.
-        """
-        plan = self.plan
-        return {
-            "target": self.target.id,
-            "dry_run": self.dry_run,
-            "note": self.note,
-            "plan": [i.to_json() for i in plan.items],
-            "counts": plan.counts(),
-            "pre_rewind": self.pre,
-            "restored": self.restored,
-            "not_restored": list(plan.not_restorable) if self.dry_run else list(self.not_restored),
-            "kept_dirs": self.kept_dirs,
-            "left": plan.left if self.dry_run else self.left,
-            "token": self.token,
-        }
-
-
-def default_data_dir() -> str:
-    """Return the user's data folder for takeback (where default stores live)."""
-    import platformdirs
-
-    return str(platformdirs.user_data_dir("takeback", appauthor=False))
-
-
-def find_root(
-    start: str | os.PathLike[str],
-    *,
-    store: str | os.PathLike[str] | StoreAddress | None = None,
-    data_dir: str | None = None,
-) -> str:
-    """Return the recorded workspace that ``start`` lies in, as git finds its top folder.
-
-    With ``store`` given, its root when ``start`` is inside it; otherwise the nearest folder
-    at or above ``start`` that has a default store. When nothing is found, ``start``
-    itself (a new workspace).
-    """
-    here = os.path.realpath(os.fspath(start))
-    if isinstance(store, str | StoreAddress) and is_database_url(store):
-        return find_database_root(store, here, data_dir or default_data_dir()) or here
-    if store is not None:
-        assert not isinstance(store, StoreAddress)
-        try:
-            with open(os.path.join(os.fspath(store), "store.json"), "rb") as f:
-                import json
-
-                root = str(json.loads(f.read())["root"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return here
-        return root if here == root or here.startswith(root.rstrip("/") + "/") else here
-    return recorded_root(here, data_dir or default_data_dir()) or here
-
-
-def copy_history(
-    root: str | os.PathLike[str],
-    source: str | os.PathLike[str] | StoreAddress,
-    target: str | os.PathLike[str] | StoreAddress,
-    *,
-    data_dir: str | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> ops.CopyResult:
-    """Copy a workspace's whole history from one store to another, verifying every object.
-
-    Either store may be a folder or a PostgreSQL database (``postgresql://...``); the
-    target must hold no history for the workspace yet (a folder target is made). Every
-    object is read from the source through its hash check, and once written, read back
-    from a fresh opening of the target through its own.
-
-    Args:
-        root: the workspace.
-        source: the store to copy from.
-        target: the store to copy into.
-        data_dir: where local folders live (default: the platform's user data folder).
-        on_progress: called with (objects copied, objects in all).
-
-    Raises:
-        StoreMissingError: the source holds no history for the workspace.
-        UsageError: the target already holds one, or source and target are the same.
-        StoreCorruptError: an object fails its check (in the source, or once copied).
-    """
-    real = os.path.realpath(os.fspath(root))
-    base = data_dir or default_data_dir()
-
-    def spec(s: str | os.PathLike[str] | StoreAddress) -> str | StoreAddress:
-        if isinstance(s, StoreAddress):
-            return s
-        text = os.fspath(s)
-        return StoreAddress(text) if is_database_url(text) else os.path.realpath(text)
-
-    src_spec, dst_spec = spec(source), spec(target)
-    if src_spec == dst_spec:
-        raise UsageError(f"source and target are the same store: {src_spec!s}")
-
-    def local(s: str | StoreAddress) -> str:
-        return local_store_path(real, base, s if isinstance(s, StoreAddress) else None)
-
-    src = open_store(src_spec, real, local=local(src_spec), create=False)
-    try:
-        dst = open_store(dst_spec, real, local=local(dst_spec), create=True)
-        try:
-            result, oids = ops.copy_history(src, dst, on_progress=on_progress)
-        finally:
-            dst.close()
-        fresh = open_store(dst_spec, real, local=local(dst_spec), create=False)
-        try:
-            result.verified = ops.verify_objects(fresh, oids)
-            # Every row's objects, not only those listed: a row naming one not copied
-            # is a copy that would fail later.
-            missing = [
-                p for p in ops.fsck(fresh).problems if not p.startswith("journal left behind")
-            ]
-            if missing:
-                raise StoreCorruptError(
-                    f"the copy in {dst_spec} is incomplete: {missing[0]}"
-                    + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
-                    path=str(dst_spec),
-                )
-        finally:
-            fresh.close()
-    finally:
-        src.close()
-    return result
-
-
-def find_moved_store(root: str, data_dir: str) -> tuple[str, str] | None:
-    """Return (store, old root) of a default store whose workspace was moved to ``root``.
-
-    The default stores under ``data_dir`` are read (their ``store.json`` only): the one
-    whose recorded folder no longer exists and was this very folder (same device and
-    inode) is it. None when there is none.
-    """
-    base = os.path.join(data_dir, "workspaces")
-    try:
-        names = sorted(os.listdir(base))
-    except OSError:
-        return None
-    for name in names:
-        path = os.path.join(base, name)
-        info = read_marker(path)
-        if info is not None and moved_here(info, root):
-            return path, str(info["root"])
-    return None
-
-
-class Workspace:
+class Workspace(StoreHome, Upkeep):
     """A folder whose history takeback records.
 
     Args:
@@ -271,134 +100,12 @@ class Workspace:
 
     #: At most this many ``file.changed`` events for one step, turn or take-back; the rest
     #: are counted in one ``file.changed.more`` event (``more``: how many).
-    MAX_FILE_EVENTS = 100
+    MAX_FILE_EVENTS = MAX_FILE_EVENTS
 
     def __repr__(self) -> str:
         return f"<Workspace {self.root!r}>"
 
     # -- plumbing ----------------------------------------------------------------------
-
-    def open_store(self, *, create: bool = False) -> Store:
-        """Return the open store, opening (or, with ``create``, making) it on first use.
-
-        Raises:
-            StoreMissingError: there is none and ``create`` is false.
-            StoreError: the store is unusable (version, root, damage).
-        """
-        if self._store is None:
-            try:
-                self._store = open_store(
-                    self.store_url or self.store_path,
-                    self.root,
-                    local=self.store_path,
-                    create=create,
-                )
-            except StoreMissingError as e:
-                moved = self.moved_store() if self._default_store else None
-                if moved is None:
-                    raise
-                raise StoreMissingError(
-                    f"{e.message}; this folder looks like {moved[1]}, moved: adopt its "
-                    f"history with `takeback adopt {moved[0]}`",
-                    path=self.store_path,
-                ) from e
-        return self._store
-
-    def moved_store(self) -> tuple[str, str] | None:
-        """Return (store, old root) of this folder's history from before it was moved.
-
-        A default store (in the user's data folder) whose recorded folder no longer
-        exists and was this one (same device and inode); None when there is none.
-        """
-        return find_moved_store(self.root, self._data_dir or default_data_dir())
-
-    def adopt(
-        self,
-        store: str | os.PathLike[str] | None = None,
-        *,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> str:
-        """Make a moved workspace's history this folder's (nothing in the folder is written).
-
-        The store's ``store.json`` is given this root; a default store (in the user's
-        data folder) is renamed to this folder's default store, where commands look.
-        The folder must look like the recorded one (see ``_likeness.py``): a reused
-        inode number alone never attaches another project's history.
-
-        Args:
-            store: the store to adopt (default: the one :meth:`moved_store` finds).
-            force: adopt it even when this folder does not look like the recorded one.
-            dry_run: check and return where it would be, changing nothing.
-
-        Returns:
-            Where the adopted store is now (would be, with ``dry_run``).
-
-        Raises:
-            UsageError: no moved store found, its folder still exists (a copy, not a
-                move), this folder has a store already, or it does not look like the
-                recorded folder (without ``force``).
-            StoreCorruptError: the store's marker is unreadable.
-        """
-        self.close()
-        if self.store_url is not None:
-            raise UsageError(
-                "a database store finds a workspace by its key, not by its folder: "
-                "nothing to adopt (name the key with #key after the address)"
-            )
-        if store is None:
-            found = self.moved_store()
-            if found is None:
-                raise UsageError(f"no moved workspace's store found for {self.root}")
-            path = found[0]
-        else:
-            path = os.path.realpath(os.fspath(store))
-        info = read_marker(path)
-        if info is None:
-            raise UsageError(f"not a takeback store: {path}")
-        old = str(info["root"])
-        if old == self.root:
-            return path
-        if os.path.lexists(old):
-            raise UsageError(
-                f"store {path} belongs to {old}, which still exists: a copy of a "
-                "workspace does not take its history (snapshot the copy instead)"
-            )
-        base = os.path.join(self._data_dir or default_data_dir(), "workspaces")
-        target = path
-        if self._default_store and os.path.dirname(path) == base:
-            target = self.store_path
-            if target != path and os.path.lexists(target):
-                raise UsageError(
-                    f"this folder has a store already ({target}); remove it to adopt {path}"
-                )
-        from ._likeness import likeness
-
-        self.last_likeness = like = likeness(path, old, self.root)
-        if not like.alike and not force:
-            raise UsageError(
-                f"{self.root} does not look like {old}, whose history {path} holds "
-                f"({like.describe()}); adopt it anyway with --force"
-            )
-        if dry_run:
-            return target
-        # Renamed first: a failure between the two leaves a store at this folder's key
-        # that names the old root, which the next command recognizes (and offers again).
-        if target != path:
-            os.rename(path, target)
-        rehome(target, self.root)
-        self.store_path = target
-        return target
-
-    def has_store(self) -> bool:
-        """Return whether a store exists for this workspace."""
-        if self.store_url is not None:
-            try:
-                self.open_store()
-            except StoreMissingError:
-                return False
-            return True
-        return os.path.exists(os.path.join(self.store_path, "store.json"))
 
     def listen(self) -> Listener | None:
         """Return a listener that hears when this workspace's history changes.
@@ -700,167 +407,6 @@ class Workspace:
             raise PathError(f"{rel} could not be read and was not kept", path=rel)
         return ops.read_entry(store, entry)
 
-    # -- keeping the store bounded ------------------------------------------------------
-
-    def policy(self) -> ops.Policy:
-        """Return the store's retention policy (the defaults where it sets none).
-
-        Raises:
-            StoreMissingError: there is no store.
-        """
-        return ops.read_policy(self.open_store().meta)
-
-    def set_policy(
-        self,
-        *,
-        keep_turns: int | None = None,
-        keep_days: float | None = None,
-        auto: bool | None = None,
-    ) -> ops.Policy:
-        """Set parts of the retention policy (kept in the store); return the whole policy.
-
-        Raises:
-            UsageError: ``keep_turns`` below 1, or ``keep_days`` below 0.
-            StoreMissingError: there is no store.
-        """
-        return ops.write_policy(
-            self.open_store(), keep_turns=keep_turns, keep_days=keep_days, auto=auto
-        )
-
-    def gc(
-        self,
-        *,
-        keep_turns: int | None = None,
-        keep_days: float | None = None,
-        dry_run: bool = False,
-        now: float | None = None,
-        pause: Callable[[str], None] | None = None,
-    ) -> ops.GcResult:
-        """Remove what the retention policy no longer keeps (see ``ops._gc``).
-
-        Args:
-            keep_turns: this run's turn count, instead of the policy's.
-            keep_days: this run's day limit, instead of the policy's.
-            dry_run: only say what would go.
-            now: the moment the day limit counts back from (default: now).
-            pause: called between gc's steps with the next one's name (tests).
-
-        Raises:
-            UsageError: a bad ``keep_turns`` or ``keep_days``.
-            StoreMissingError: there is no store.
-        """
-        ops.check_policy(keep_turns, keep_days)
-        if not dry_run:
-            self._make_room()
-        store = self.open_store()
-        policy = ops.read_policy(store.meta)
-        policy = dataclasses.replace(
-            policy,
-            keep_turns=policy.keep_turns if keep_turns is None else keep_turns,
-            keep_days=policy.keep_days if keep_days is None else keep_days,
-        )
-        result = ops.gc(store, policy, dry_run=dry_run, now=now, pause=pause)
-        if not dry_run:
-            self.emit({"event": "gc.done", **result.to_json()})
-        return result
-
-    def last_gc(self) -> float:
-        """When gc last ran (0: never; a store made before gc existed says nothing).
-
-        Raises:
-            StoreMissingError: there is no store.
-        """
-        store = self.open_store()
-        raw = store.meta.get_meta(ops.LAST_GC)
-        return ops.last_gc(store) if raw is not None else 0.0
-
-    def _make_room(self) -> None:
-        """Free the room the store keeps for gc, before gc opens its databases.
-
-        On a full disk, opening a database to write needs room too; a store opened
-        read-only for want of it is opened again. (A database store keeps no reserve:
-        its server's disk is not this machine's.)
-        """
-        if self.store_url is not None:
-            return
-        if self.has_store() and release_reserve(self.store_path):
-            if self._store is not None and self._store.readonly:
-                self.close()
-
-    def purge(
-        self, session: str | None = None, *, everything: bool = False, dry_run: bool = False
-    ) -> ops.GcResult:
-        """Remove a session's history for good (or every session's), then what only it reached.
-
-        Nothing to purge (no such session) is not an error: the result removes nothing.
-        With ``everything``, a database store's local folder on this machine goes too (its
-        scan cache, the hook's records and log), and the one an older takeback kept for
-        the folder whatever the history.
-
-        Raises:
-            UsageError: neither a session nor ``everything``, or the session is the one an
-                interrupted restore needs.
-            StoreMissingError: there is no store.
-        """
-        if (session is None) == (not everything):
-            raise UsageError("purge takes a session or everything, not both or neither")
-        if not dry_run:
-            self._make_room()
-        store = self.open_store()
-        result = ops.gc(
-            store,
-            ops.read_policy(store.meta),
-            dry_run=dry_run,
-            purge=[session] if session is not None else None,
-            purge_all=everything,
-        )
-        if not dry_run:
-            self.emit({"event": "purge.done", **result.to_json()})
-            if everything and self.store_url is not None:
-                self._drop_local()
-        return result
-
-    def _drop_local(self) -> None:
-        """Remove what a database store keeps on this machine for this workspace."""
-        import shutil
-
-        self.close()
-        older = local_store_path(self.root, self._data_dir or default_data_dir())
-        for path in (self.store_path, older):
-            shutil.rmtree(path, ignore_errors=True)
-
-    def fsck(
-        self, *, read_data: bool = False, on_progress: Callable[[int, int], None] | None = None
-    ) -> ops.FsckResult:
-        """Check the store (with ``read_data``, every object's hash); see ``ops._fsck``.
-
-        Raises:
-            StoreMissingError: there is no store.
-            StoreCorruptError: the store cannot be opened at all.
-        """
-        return ops.fsck(self.open_store(), read_data=read_data, on_progress=on_progress)
-
-    def du(self) -> ops.DuResult:
-        """Return the store's size, per session, and what gc would free.
-
-        Raises:
-            StoreMissingError: there is no store.
-        """
-        store = self.open_store()
-        return ops.du(store, ops.read_policy(store.meta))
-
-    def claim_auto_gc(self) -> bool:
-        """Whether gc is due by itself (over a day since the last), claiming the run if so.
-
-        False when there is no store or it cannot be written.
-        """
-        if not self.has_store():
-            return False
-        try:
-            return ops.claim_auto_gc(self.open_store())
-        except TakebackError:
-            return False
-
     # -- taking back -------------------------------------------------------------------
 
     def rewind(
@@ -908,18 +454,7 @@ class Workspace:
             on_progress=on_progress,
             plan_of=plan.token or "" if isinstance(plan, RewindResult) else plan,
         )
-        result = RewindResult(
-            done.plan,
-            target,
-            resolved.note,
-            dry_run,
-            done.pre,
-            done.restored,
-            done.not_restored,
-            done.kept_dirs,
-            done.left,
-            done.token,
-        )
+        result = dataclasses.replace(done, note=resolved.note)
         if not dry_run:
             actions = {i.path: i.action for i in done.plan.items}
             self.announce_restore(
@@ -955,28 +490,18 @@ class Workspace:
             left: how many paths it left as they are.
             conflicts: the paths it wrote over (forced).
         """
-        files = [p for p in sorted(written) if not p.endswith("/")]
-        word = {"A": "deleted", "D": "created"}
-        for p in files[: self.MAX_FILE_EVENTS]:
-            self.emit(
-                {
-                    "event": "file.changed",
-                    "path": p,
-                    "change": word.get(written[p], "updated"),
-                    "tool_call_id": None,
-                    "session": session,
-                    "op": op,
-                }
-            )
-        if len(files) > self.MAX_FILE_EVENTS:
-            self.emit(
-                {
-                    "event": "file.changed.more",
-                    "more": len(files) - self.MAX_FILE_EVENTS,
-                    "session": session,
-                    "op": op,
-                }
-            )
+        # A (made since the target) is removed, D (gone since) made again, M rewritten.
+        announce_files(
+            self.emit,
+            [
+                (p, file_word(written[p] != "D", written[p] != "A"), None)
+                for p in sorted(written)
+                if not p.endswith("/")
+            ],
+            limit=self.MAX_FILE_EVENTS,
+            session=session,
+            op=op,
+        )
         self.emit(
             {
                 "event": "restore.done",

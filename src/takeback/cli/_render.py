@@ -4,12 +4,38 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from .._types import short
 from ..ops import quote_path as quote_path  # one quoting, the diff's and the lists'
+
+#: A plan's groups, in the order shown: each letter's effect (``PlanItem.effect``'s words).
+_EFFECT_ORDER = ("restore", "remove", "recreate")
+_DONE = {"restore": "restored", "remove": "removed", "recreate": "recreated"}
+
+
+def plan_lines(rows: Sequence[tuple[str, str]], *, would: bool, indent: str = "") -> list[str]:
+    """A plan's lines grouped under a header saying what happens to them.
+
+    The letters keep their meaning (what changed since the target: ``M``, ``A`` created
+    since, ``D`` deleted since); the header says what the restore does about it, so that
+    ``D examples/README`` is read under ``would recreate:``, never as "will delete".
+
+    Args:
+        rows: (effect, line) per path, in the order to show within a group.
+        would: a plan not yet done (``would recreate:``); else what was done
+            (``recreated:``).
+        indent: put before each header.
+    """
+    out: list[str] = []
+    for effect in _EFFECT_ORDER:
+        lines = [line for e, line in rows if e == effect]
+        if lines:
+            out.append(f"{indent}{'would ' + effect if would else _DONE[effect]}:")
+            out.extend(lines)
+    return out
 
 
 def sid(oid: str | None) -> str:

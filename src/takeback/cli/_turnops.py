@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Literal
 
-from ._render import quote_path, sid, write_bytes
+from ._render import plan_lines, quote_path, sid, write_bytes
 
 if TYPE_CHECKING:
     from .. import TurnOpResult
@@ -75,11 +75,15 @@ def report(ctx: Ctx, result: TurnOpResult) -> int:
     if result.dry_run:
         merged = set(result.merged)
         by_force = not refused
+        rows = []
         for p in result.restored:
             action = result.actions.get(p.rstrip("/"), "M")
             note = "  (conflict markers)" if p in result.markers else ""
             note = note or ("  (merged)" if p in merged else "")
-            ctx.out(f"  {action} {quote_path(p)}{note}")
+            effect = result.effects.get(p.rstrip("/"), "restore")
+            rows.append((effect, f"  {action} {quote_path(p)}{note}"))
+        for line in plan_lines(rows, would=True):
+            ctx.out(line)
         for p in result.conflicts:
             note = " (would be overwritten)" if by_force else ""
             ctx.out(f"  conflict: {result.why.get(p, quote_path(p))}{note}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ._render import progress, quote_path, sid
+from ._render import plan_lines, progress, quote_path, sid
 
 if TYPE_CHECKING:
     from ._app import Ctx
@@ -66,8 +66,9 @@ def run(ctx: Ctx) -> int:
         return 0
     if result.note:
         ctx.out(f"note: {result.note}")
-    for item in plan.items:
-        ctx.out(f"{item.action} {_path(item, for_people=True)}")
+    rows = [(item.effect, f"{item.action} {_path(item, for_people=True)}") for item in plan.items]
+    for line in plan_lines(rows, would=result.dry_run):
+        ctx.out(line)
     total = len(plan.items)
     ctx.out(
         f"{total} path{'s' if total != 1 else ''}: {counts['M']} modified, "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._plan import Plan, PlanAction, PlanItem
+from ._plan import EFFECTS, Plan, PlanAction, PlanEffect, PlanItem
 from ._records import (
     Change,
     ChangeKind,
@@ -15,6 +15,7 @@ from ._records import (
     change_kind,
     unreadable_json,
 )
+from ._results import Lines, Region, RewindResult, TurnOpResult
 from ._tree import (
     DIR,
     FILE,
@@ -33,21 +34,27 @@ from ._tree import (
 
 __all__ = [
     "DIR",
+    "EFFECTS",
     "FILE",
     "LARGE",
     "LINK",
+    "Lines",
     "Change",
     "ChangeKind",
     "ChangeStatus",
     "Entry",
     "Plan",
     "PlanAction",
+    "PlanEffect",
     "PlanItem",
+    "Region",
+    "RewindResult",
     "SessionInfo",
     "SnapshotInfo",
     "StepInfo",
     "Tree",
     "TurnInfo",
+    "TurnOpResult",
     "TurnState",
     "UNREADABLE",
     "change_kind",

@@ -11,6 +11,14 @@ from ._tree import DIR, Entry
 #: ``D`` (deleted later) made again.
 PlanAction = Literal["M", "A", "D"]
 
+#: What will happen to a path, in words: the letter says what changed since the target
+#: (``M`` changed, ``A`` created since, ``D`` deleted since), the effect what the restore
+#: does about it. Plans show their paths grouped under these (``would recreate:``).
+PlanEffect = Literal["restore", "remove", "recreate"]
+
+#: Each letter's effect: one word for one idea, the same on the command line and the page.
+EFFECTS: dict[PlanAction, PlanEffect] = {"M": "restore", "A": "remove", "D": "recreate"}
+
 
 @dataclass(frozen=True, slots=True)
 class PlanItem:
@@ -21,14 +29,23 @@ class PlanItem:
     current: Entry | None
     target: Entry | None
 
+    @property
+    def effect(self) -> PlanEffect:
+        """What will happen to the path: ``restore``, ``remove`` or ``recreate``."""
+        return EFFECTS[self.action]
+
     def shown(self) -> str:
         """The path as plans show it: a folder's ends in ``/``."""
         e = self.target if self.target is not None else self.current
         return self.path + ("/" if e is not None and e.kind == DIR else "")
 
     def to_json(self) -> dict[str, Any]:
-        """Return the stable machine form: ``action`` and ``path`` (folders end in ``/``)."""
-        return {"action": self.action, "path": self.shown()}
+        """Return the stable machine form: ``action``, ``path`` and ``effect``.
+
+        A folder's path ends in ``/``; ``effect`` is what the restore does: ``restore``,
+        ``remove`` or ``recreate``.
+        """
+        return {"action": self.action, "path": self.shown(), "effect": self.effect}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
 """Ops layer: the use cases (snapshot, refs, diff, turns, and every take-back); no printing.
 
 Every operation that writes the workspace builds moves for the one restore engine
-(``_engine``): rewind (``_rewind``), and undo, one-file undo, redo, revert and unrevert
-(``_takeback``), which with ``merge`` replaces a conflict's move by a three-way merge
+(``_engine``): rewind (``_rewind``), and undo, redo, revert and unrevert (``_undo``) and
+one-file undo (``_undo_file``), each a take-back spec run by ``_takeback``, which with
+``merge`` replaces a conflict's move by a three-way merge
 (``_merge``). Turns and their change lists are ``_turns``. What the store keeps, gc
 and purge are ``_gc``; checking and measuring the store, ``_fsck``; copying a history
 between stores, ``_copy``.
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..model import TurnOpResult
     from ._audit import AuditResult, audit
     from ._bisect import BisectPoint, BisectResult, BisectRun, bisect, materialize
     from ._copy import CopyResult, copy_history, verify_objects
@@ -38,15 +40,7 @@ if TYPE_CHECKING:
     from ._refs import Resolved, resolve
     from ._rewind import RewindOutcome, rewind
     from ._snapshot import DEFAULT_MAX_FILE_BYTES, Options, Recording, record, scan, take
-    from ._takeback import (
-        MergeOption,
-        TurnOpResult,
-        redo,
-        revert,
-        undo,
-        undo_file,
-        unrevert,
-    )
+    from ._takeback import MergeOption
     from ._treediff import diff_trees, lookup, under
     from ._turns import (
         begin_turn,
@@ -59,6 +53,8 @@ if TYPE_CHECKING:
         shared_lock,
         touch,
     )
+    from ._undo import redo, revert, undo, unrevert
+    from ._undo_file import undo_file
 
 #: public name -> the submodule that holds it
 _WHERE = {
@@ -117,9 +113,9 @@ _WHERE = {
     "read_state": "_turns",
     "record": "_snapshot",
     "recorded_state": "_records",
-    "redo": "_takeback",
+    "redo": "_undo",
     "resolve": "_refs",
-    "revert": "_takeback",
+    "revert": "_undo",
     "rewind": "_rewind",
     "scan": "_snapshot",
     "take": "_snapshot",
@@ -127,9 +123,9 @@ _WHERE = {
     "touch": "_turns",
     "turn_diff": "_diff",
     "under": "_treediff",
-    "undo": "_takeback",
-    "undo_file": "_takeback",
-    "unrevert": "_takeback",
+    "undo": "_undo",
+    "undo_file": "_undo_file",
+    "unrevert": "_undo",
     "verify_objects": "_copy",
 }
 

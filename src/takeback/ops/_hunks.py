@@ -159,7 +159,7 @@ def undo_hunks(
         UsageError: no such turn, or an id that is not one of its hunks.
         ConflictError: a chosen hunk's lines changed since the turn.
     """
-    from ._takeback import _run, _tree_of, _turns
+    from ._takeback import How, TakeBack, _tree_of, _turns
 
     store = rec.store
     with store.lock(exclusive=True):
@@ -197,23 +197,25 @@ def undo_hunks(
         def on_done(_meta: Meta) -> None:
             pass  # the turn stays done: only some of its lines were taken back
 
-        return _run(
-            rec,
-            session,
-            "undo-hunks",
-            [turn],
-            pairs,
-            force=False,
+        return TakeBack(
+            session=session,
+            kind="undo-hunks",
+            turns=[turn],
+            pairs=pairs,
             describe=lambda p: f"{p} changed after turn {turn} where its hunks would go back",
             target_tree=_tree_of(store, t.before),
             prune=True,
-            # Every path is a merge: redo gives back the file as it was before this op.
             data={"file": None, "hunks": sorted(ids), "merged": names},
             on_done=on_done,
             record_as="undo",
             created=lambda p: diffs[p][0] is None,
-            merge="markers" if merge == "markers" else True,
             labels=(f"turn {turn}", f"hunks of turn {turn} taken back"),
-            dry_run=dry_run,
-            plan=plan,
+        ).run(
+            rec,
+            How(
+                force=False,
+                merge="markers" if merge == "markers" else True,
+                dry_run=dry_run,
+                plan=plan,
+            ),
         )

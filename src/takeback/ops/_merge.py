@@ -23,69 +23,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 import merge3
 
-from ..model import FILE, LARGE, Entry
+from ..model import FILE, LARGE, Entry, Region
 from ._engine import Move
 from ._patch import is_binary, matching_runs, split_lines
 
+
 #: What a region's line numbers name: (first line, last line), 1-based; an empty range
 #: (nothing there on that side) is (n + 1, n): the lines around it are n and n + 1.
-Lines = tuple[int, int]
-
-
-@dataclass(frozen=True, slots=True)
-class Region:
-    """One region both sides changed differently: where it is in each version.
-
-    Attributes:
-        now: its lines in the file as it is now.
-        record: its lines in the state the record expects (what the turn left).
-        target: its lines in the state the operation would write.
-        markers: its lines (first marker to last) in the file written with conflict
-            markers; None when none are written.
-    """
-
-    now: Lines
-    record: Lines
-    target: Lines
-    markers: Lines | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the machine form: each version's ``[first, last]`` line (1-based)."""
-        out: dict[str, Any] = {
-            "now": list(self.now),
-            "record": list(self.record),
-            "target": list(self.target),
-        }
-        if self.markers is not None:
-            out["markers"] = list(self.markers)
-        return out
-
-    def describe(self) -> str:
-        """The region for people: ``lines 12-14 (the record's 12-13, the target's 12)``."""
-        return (
-            f"{_lines_word(self.now)} (in the record: {_span(self.record)}; "
-            f"to write: {_span(self.target)})"
-        )
-
-
-def _span(r: Lines) -> str:
-    first, last = r
-    if last < first:
-        return f"none, after line {last}" if last else "none, at the top"
-    return f"line {first}" if first == last else f"lines {first}-{last}"
-
-
-def _lines_word(r: Lines) -> str:
-    first, last = r
-    if last < first:
-        return f"nothing now, after line {last}" if last else "nothing now, at the top"
-    return f"line {first}" if first == last else f"lines {first}-{last}"
-
-
 @dataclass(frozen=True, slots=True)
 class TextMerge:
     """A file's three-way merge.

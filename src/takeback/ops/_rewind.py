@@ -8,10 +8,9 @@ the files now and writes nothing, not even a snapshot.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from ..errors import StoreError
-from ..model import Entry, Plan, PlanItem, SnapshotInfo
+from ..model import Entry, Plan, PlanItem, RewindResult, SnapshotInfo
 from ..scan import TreeScope
 from ..store import Store
 from . import _engine as engine
@@ -20,20 +19,8 @@ from ._plan import check_plan, plan_token
 from ._snapshot import Options, Recording, record, scan
 from ._treediff import diff_trees, under
 
-
-@dataclass
-class RewindOutcome:
-    """What a rewind planned and, unless it was a dry run, did."""
-
-    plan: Plan
-    pre: str | None = None
-    restored: list[str] = field(default_factory=list)
-    not_restored: list[str] = field(default_factory=list)
-    kept_dirs: list[str] = field(default_factory=list)
-    #: paths left as they are, and why (out of scope and in the way, never kept, ...)
-    left: dict[str, str] = field(default_factory=dict)
-    #: the plan's token: given back as ``plan``, the rewind does this plan or refuses
-    token: str | None = None
+#: The name ops used for the one rewind result (the same type: ``model.RewindResult``).
+RewindOutcome = RewindResult
 
 
 def _token(
@@ -111,7 +98,7 @@ def rewind(
     session: str | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     plan_of: str | None = None,
-) -> RewindOutcome:
+) -> RewindResult:
     """Put the workspace (or just ``paths``) back as it was at ``target``.
 
     ``plan_of``: the token of the plan the caller confirmed (a dry run's): the rewind
@@ -129,8 +116,10 @@ def rewind(
             now = scan(store, opts).tree
             the_plan, checked = plan(store, opts, now, target, paths)
         # What the rewind would leave, and not restore, as the rewind itself says it.
-        return RewindOutcome(
+        return RewindResult(
             the_plan,
+            target,
+            dry_run=True,
             not_restored=list(the_plan.not_restorable),
             left=dict(the_plan.left),
             token=_token(session, target, paths, checked),
@@ -172,8 +161,15 @@ def rewind(
         except StoreError as e:
             # The writes are done: a store that fails now is exit 1 with the way back.
             raise engine.not_recorded("rewind", e, done, pre.id) from e
-    out = RewindOutcome(
-        the_plan, pre.id, done.restored, done.not_restored, done.kept_dirs, done.left, token
+    out = RewindResult(
+        the_plan,
+        target,
+        pre=pre.id,
+        restored=done.restored,
+        not_restored=done.not_restored,
+        kept_dirs=done.kept_dirs,
+        left=done.left,
+        token=token,
     )
     engine.raise_if_failed(done, "rewind", pre.id)
     return out

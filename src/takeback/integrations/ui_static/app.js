@@ -567,16 +567,31 @@ async function showPlan() {
   if (nothing) $("#plan-cancel").textContent = "Close";
 }
 
+// A plan's letters say what changed since the target (M, A created since, D deleted
+// since); the header above each group says what will happen to them, in the words the
+// command line prints ("would restore", "would remove", "would recreate").
+const EFFECT_OF = { M: "restore", A: "remove", D: "recreate" };
+const SINCE = { M: "changed since", A: "created since", D: "deleted since" };
+
 function planRows(p) {
-  if (p.op === "rewind") {
-    return p.plan.map((i) => h("li", {}, h("span", { class: `status ${i.action}` }, i.action), h("span", {}, i.path),
-      h("span", { class: "why" }, { M: "restored", A: "removed (made later)", D: "made again" }[i.action])));
+  const rows = p.op === "rewind"
+    ? p.plan.map((i) => [i.effect || EFFECT_OF[i.action], i.action, i.path])
+    : (p.restored || []).map((path) => {
+      const key = path.replace(/\/$/, "");
+      const a = (p.actions || {})[key] || "M";
+      return [(p.effects || {})[key] || EFFECT_OF[a], a, path];
+    });
+  const out = [];
+  for (const effect of ["restore", "remove", "recreate"]) {
+    const group = rows.filter((r) => r[0] === effect);
+    if (!group.length) continue;
+    out.push(h("li", { class: "plan-head", dataset: { effect } }, `Would ${effect}`));
+    for (const [, a, path] of group) {
+      out.push(h("li", {}, h("span", { class: `status ${a}` }, a), h("span", {}, path),
+        h("span", { class: "why" }, SINCE[a])));
+    }
   }
-  return (p.restored || []).map((path) => {
-    const a = (p.actions || {})[path.replace(/\/$/, "")] || "M";
-    return h("li", {}, h("span", { class: `status ${a}` }, a), h("span", {}, path),
-      h("span", { class: "why" }, { M: "restored", A: "removed (the turn made it)", D: "made again" }[a]));
-  });
+  return out;
 }
 
 async function confirmPlan() {

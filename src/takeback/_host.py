@@ -1,0 +1,57 @@
+"""API layer: what a session needs of its workspace (``Workspace`` is one).
+
+The session layer depends on this protocol, not on the workspace module, so the two do
+not import each other.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from . import ops
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+class Host(Protocol):
+    """What a session needs of its workspace: the folder, the store, options and events.
+
+    ``Workspace`` is one; the session layer depends on this, not on the workspace module,
+    so the two do not import each other.
+    """
+
+    root: str
+    store_path: str
+    options: ops.Options
+    MAX_FILE_EVENTS: int
+
+    def open_store(self, *, create: bool = False) -> Store: ...  # noqa: D102
+
+    def recording(self, *, create: bool = False) -> ops.Recording: ...  # noqa: D102
+
+    def has_store(self) -> bool: ...  # noqa: D102
+
+    def emit(self, event: dict[str, Any]) -> None: ...  # noqa: D102
+
+    def rel(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        base: str | None = None,  # noqa: D102
+        follow: bool = True,
+    ) -> str: ...
+
+    def announce_restore(
+        self,
+        op: str,
+        session: str,
+        written: dict[str, str],
+        *,  # noqa: D102
+        pre: str | None,
+        turns: list[int],
+        left: int,
+        conflicts: Sequence[str] = (),
+    ) -> None: ...
