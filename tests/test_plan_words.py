@@ -27,7 +27,10 @@ def test_undo_dry_run_after_rm_says_it_would_recreate(tb: CLI, ws_dir: Path) -> 
     tb("snapshot")
     tb("run", "--", "rm", "-r", "examples/naval")
     out = tb("undo", "--dry-run").stdout.splitlines()
-    assert out[0] == "Would undo turn 1 of session 'default'. Files it would restore: 3."
+    # Two files and the folder that held them: a folder is not counted as a file.
+    assert (
+        out[0] == "Would undo turn 1 of session 'default'. Files it would restore: 2. Folders: 1."
+    )
     assert out[1:5] == [
         "would recreate:",
         "  D examples/naval/",

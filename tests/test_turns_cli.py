@@ -413,5 +413,8 @@ def test_run_then_undo_takes_the_command_back(tb: CLI, ws_dir: Path) -> None:
         "gen": "created",
         "gen/out.txt": "created",
     }
-    assert tb("undo").stdout.startswith("Undid turn 1 of session 'default'. Files restored: 3.")
+    # app.py and gen/out.txt, and the folder gen/ (counted as a folder, not a file)
+    assert tb("undo").stdout.startswith(
+        "Undid turn 1 of session 'default'. Files restored: 2. Folders: 1."
+    )
     assert (ws_dir / "app.py").read_text() == "x = 1\n" and not (ws_dir / "gen").exists()

@@ -183,11 +183,14 @@ class TurnOpResult:
         if self.nothing:
             why = f": {self.reason}" if self.reason else ""
             return f"Nothing to {self.kind}{why}."
-        count = f"Files restored: {len(self.restored)}."
-        if self.dry_run:
-            count = f"Files it would restore: {len(self.restored)}."
-            if self.conflicts:
-                count += f" Conflicts: {len(self.conflicts)}."
+        # Folders (``name/``) are counted apart: "files" means files (and links).
+        folders = sum(1 for p in self.restored if p.endswith("/"))
+        files = len(self.restored) - folders
+        count = f"Files it would restore: {files}." if self.dry_run else f"Files restored: {files}."
+        if folders:
+            count += f" Folders: {folders}."
+        if self.dry_run and self.conflicts:
+            count += f" Conflicts: {len(self.conflicts)}."
         if self.merged:
             count += f" Merged: {len(self.merged)}."
         if self.markers:
