@@ -59,7 +59,9 @@ from ._cache import (
     _UNREAD,
     _USES_INDEX,
     LINKED_PREFIX,
+    SKIPPED_NAMED,
     FolderCache,
+    Tally,
     _Fast,
     is_linked,
     new_cache,
@@ -79,8 +81,6 @@ if TYPE_CHECKING:
 
 #: How close to the scan's start a timestamp may be before it is not trusted.
 GRANULARITY_NS = 1_000_000_000
-#: How many skipped (too large) files, and how many unreadable paths, a snapshot names.
-SKIPPED_NAMED = 20
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: A first snapshot reads ahead of the walk until about this many bytes are in flight.
 _AHEAD_BYTES = 256 << 20
@@ -380,11 +380,7 @@ class Scanner:
         self._detail_out: dict[str, bytes | None] = {}
         #: the folders whose detailed row was read whole (see ``_detail``)
         self._detail_read: set[str] = set()
-        self._large: list[str] = []
-        self._large_count = 0
-        self._unread: list[tuple[str, str]] = []
-        self._unread_count = 0
-        self._files = 0
+        self._tally = Tally()
         self._hashed = 0
         self._changed_dirs = 0
         self._racy_ns = 0
@@ -482,7 +478,7 @@ class Scanner:
             if revisit is not None and not revisit and "" in self._old:
                 tree_id = self._old[""][_TREE]
                 self._new = self._old
-                self._count_all()
+                self._tally = Tally(self._cache.sums() if self._cache is not None else None)
             else:
                 if revisit is not None and "" in self._old:
                     # Every folder not listed again is taken as it was: start from all
@@ -490,8 +486,8 @@ class Scanner:
                     self._bulk = True
                     self._new = dict(self._old)
                 tree_id = self._walk("", rules, key, False, revisit)
-                if self._bulk:
-                    self._count_bulk()
+                if self._bulk and self._cache is not None:
+                    self._tally = Tally.changed(self._cache, self._new, self._touched)
         except _Unreadable as e:
             raise ScanError(
                 f"cannot read the workspace root {self.root}: {e.reason}", path=self.root
@@ -505,22 +501,17 @@ class Scanner:
             else:
                 made, cache = self._cache.derive(self._new, self._touched if self._bulk else None)
             # This scan's sums are the new cache's: the next scan need not add them up.
-            made.counts = (
-                self._files,
-                self._large_count,
-                tuple(self._large),
-                self._unread_count,
-                tuple(self._unread),
-            )
+            made.counts = self._tally.sums()
             for gone in self._old.keys() - self._new.keys():
                 self._detail_out[gone] = None
+        tally = self._tally
         return ScanResult(
             tree=tree_id,
-            files=self._files,
-            skipped=self._large[:SKIPPED_NAMED],
-            skipped_count=self._large_count,
-            unreadable=self._unread[:SKIPPED_NAMED],
-            unreadable_count=self._unread_count,
+            files=tally.files,
+            skipped=tally.large[:SKIPPED_NAMED],
+            skipped_count=tally.large_count,
+            unreadable=tally.unread[:SKIPPED_NAMED],
+            unreadable_count=tally.unread_count,
             duration_ms=int((time.monotonic() - t0) * 1000),
             changed_dirs=self._changed_dirs,
             hashed_files=self._hashed,
@@ -889,7 +880,7 @@ class Scanner:
         ):
             self._new[rel] = old
             if not self._bulk:
-                self._count(old[_FILES], old[_LARGE], old[_UNREAD])
+                self._tally.add(old[_FILES], old[_LARGE], old[_UNREAD])
             return str(old[_TREE])
         return self._rebuild(rel, got, names, children, old, closed)
 
@@ -1034,7 +1025,7 @@ class Scanner:
         if self._bulk:
             self._touched.add(rel)
         else:
-            self._count(files, tuple(large), tuple(unread))
+            self._tally.add(files, tuple(large), tuple(unread))
         return tree_id
 
     # -- reading files on the pool ----------------------------------------------------
@@ -1221,61 +1212,6 @@ class Scanner:
         if self._on_progress is not None and self._hashed % 500 == 0:
             self._on_progress(self._hashed)
 
-    def _count(
-        self, files: int, large: tuple[str, ...], unread: tuple[tuple[str, str], ...]
-    ) -> None:
-        self._files += files
-        self._large_count += len(large)
-        room = SKIPPED_NAMED - len(self._large)
-        if room > 0 and large:
-            self._large.extend(large[:room])
-        self._unread_count += len(unread)
-        room = SKIPPED_NAMED - len(self._unread)
-        if room > 0 and unread:
-            self._unread.extend(unread[:room])
-
-    def _count_all(self) -> None:
-        """Count the old cache's folders: what a scan that listed nothing again found."""
-        self._files, self._large_count, large, self._unread_count, unread = self._old_counts()
-        self._large, self._unread = list(large), list(unread)
-
-    def _old_counts(self) -> tuple[Any, ...]:
-        """Sum the old cache's folders (kept with the decoded cache: summed once)."""
-        if self._cache is not None and self._cache.counts is not None:
-            return self._cache.counts
-        files = n_large = n_unread = 0
-        large: list[str] = []
-        unread: list[tuple[str, str]] = []
-        for fast in self._old.values():
-            files += fast[_FILES]
-            n_large += len(fast[_LARGE])
-            n_unread += len(fast[_UNREAD])
-            if fast[_LARGE] and len(large) < SKIPPED_NAMED:
-                large.extend(fast[_LARGE][: SKIPPED_NAMED - len(large)])
-            if fast[_UNREAD] and len(unread) < SKIPPED_NAMED:
-                unread.extend(fast[_UNREAD][: SKIPPED_NAMED - len(unread)])
-        counts = (files, n_large, tuple(large), n_unread, tuple(unread))
-        if self._cache is not None:
-            self._cache.counts = counts
-        return counts
-
-    def _count_bulk(self) -> None:
-        """Count a scan that started from the old cache: the old sums, with what changed."""
-        files, n_large, _large, n_unread, _unread = self._old_counts()
-        for rel in self._touched:
-            was, now = self._old.get(rel), self._new.get(rel)
-            for fast, sign in ((was, -1), (now, 1)):
-                if fast is not None:
-                    files += sign * fast[_FILES]
-                    n_large += sign * len(fast[_LARGE])
-                    n_unread += sign * len(fast[_UNREAD])
-        if n_large or n_unread:
-            # Paths to name: found where they are, in the cache's order.
-            for fast in self._new.values():
-                self._count(fast[_FILES], fast[_LARGE], fast[_UNREAD])
-        else:
-            self._files = files
-
     def _drop_subtree(self, rel: str) -> None:
         """Drop a folder that went away (and everything below) from the new cache."""
         fast = self._old.get(rel)
@@ -1293,7 +1229,7 @@ class Scanner:
         if fast is None or rel in self._new:
             return
         self._new[rel] = fast
-        self._count(fast[_FILES], fast[_LARGE], fast[_UNREAD])
+        self._tally.add(fast[_FILES], fast[_LARGE], fast[_UNREAD])
         prefix = rel + "/" if rel else ""
         for name in fast[_NAMES]:
             self._keep_subtree(prefix + name)
