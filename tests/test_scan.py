@@ -287,11 +287,11 @@ def test_a_changed_folders_last_tree_is_made_from_the_cache_exactly(
 
 def test_the_listing_this_run_uses() -> None:
     """With TAKEBACK_TEST_NO_NATIVE (one step of .ci/run) the scan lists in Python."""
-    from takeback.scan import _walk
+    from takeback.scan import _list
 
     from .conftest import NO_NATIVE
 
     if NO_NATIVE:
-        assert vars(_walk)["_native_list"] is None
+        assert vars(_list)["_native_list"] is None
     else:
-        assert vars(_walk)["_native_list"] is not None
+        assert vars(_list)["_native_list"] is not None
