@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from takeback.ops import Options, scan
-from takeback.scan import _list, _walk
+from takeback.scan import _check, _list
 from takeback.scan._ignore import IgnoreRules
 from takeback.scan._list import Lister
 from takeback.store import FolderStore
@@ -226,13 +226,13 @@ def test_a_process_with_threads_shares_the_check_pass_over_threads(
     age(root)
     store = FolderStore.open(str(tmp_path / "store"), str(root), create=True)
     seen: set[str] = set()
-    real_check = _walk.Scanner._check
+    real_check = _check.Checker._check
 
-    def check(self: _walk.Scanner, *args: object) -> None:
+    def check(self: _check.Checker, *args: object) -> None:
         seen.add(threading.current_thread().name)
         real_check(self, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_walk.Scanner, "_check", check)
+    monkeypatch.setattr(_check.Checker, "_check", check)
     busy = threading.Event()
     other = threading.Thread(target=busy.wait, daemon=True)
     other.start()

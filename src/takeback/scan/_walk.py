@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._fs import allow_deep_trees, open_regular, write_all
+from .._fs import allow_deep_trees, open_regular
 from ..errors import ScanError
 from ..model import DIR, FILE, LARGE, LINK, UNREADABLE, Entry, Tree, encode_tree
 from ._cache import (
@@ -63,6 +63,8 @@ from ._cache import (
     is_linked,
     new_cache,
 )
+from ._check import Checker
+from ._fork import can_fork
 from ._ignore import IgnoreRules
 from ._list import (
     Lister,
@@ -73,7 +75,6 @@ from ._list import (
     _StatFields,
     _Unreadable,
     _why,
-    native_listing,
 )
 
 if TYPE_CHECKING:
@@ -170,13 +171,6 @@ def _with_parents(paths: Iterable[str]) -> set[str]:
                 break
             p = p.rpartition("/")[0]
     return out
-
-
-def _can_fork() -> bool:
-    """Fork only a single-threaded process (forking threads can deadlock the child)."""
-    import threading
-
-    return hasattr(os, "fork") and threading.active_count() == 1
 
 
 def _links_key(kept: Sequence[tuple[str, _StatFields]]) -> bytes:
@@ -355,7 +349,8 @@ class Scanner:
                     hinted.extend(rel for rel, fast in self._old.items() if fast[_USES_INDEX])
                 revisit = _with_parents(hinted)
             elif self._old:
-                revisit = _with_parents(self._dirty_dirs(rules, key))
+                checker = Checker(self._lister, self._old, self._forks)
+                revisit = _with_parents(checker.dirty_dirs(rules, key))
             if revisit:
                 # The detailed rows of the folders listed again, in one query.
                 self._details = self._dircache_get([d for d in revisit if d in self._old])
@@ -403,135 +398,6 @@ class Scanner:
             cache=cache,
             cache_rows=self._detail_out,
         )
-
-    # -- the check pass --------------------------------------------------------------
-
-    def _dirty_dirs(self, rules: IgnoreRules, key: bytes) -> list[str]:
-        """Return the folders whose listing or stats differ from the cache (or are new)."""
-        top = self._lister.listing("", rules, key, False, self._old.get(""), keep=False)
-        dirty: list[str] = []
-        old = self._old.get("")
-        if old is None or old[_LISTING] != top.listing_key or old[_STAT] != top.stat_key:
-            dirty.append("")
-        jobs = [(name, top.rules, top.key, name in top.partial) for name, _m in top.subdirs]
-        forks = min(self._forks, len(jobs) - 1)
-        # A process with threads of its own (a server's) must not fork; the native module
-        # lists without the GIL, so threads share the pass there instead.
-        threads = forks >= 1 and not _can_fork() and native_listing()
-        if forks < 1 or not (threads or _can_fork()):
-            for job in jobs:
-                self._check(*job, dirty)
-            return dirty
-        # Balance by the size of each subtree in the cache (its folders and files).
-        weight: dict[str, int] = {}
-        for d, fast in self._old.items():
-            head = d.split("/", 1)[0]
-            weight[head] = weight.get(head, 0) + 1 + fast[_FILES]
-        parts: list[list[tuple[str, IgnoreRules, bytes, bool]]] = [[] for _ in range(forks + 1)]
-        load = [0] * (forks + 1)
-        for job in sorted(jobs, key=lambda j: -weight.get(j[0], 1)):
-            side = load.index(min(load))
-            parts[side].append(job)
-            load[side] += weight.get(job[0], 1)
-        if threads:
-            found = self._thread_check(parts, dirty)
-        else:
-            workers = [self._fork_check(part) for part in parts[1:]]
-            try:
-                for job in parts[0]:
-                    self._check(*job, dirty)
-            finally:
-                found = [self._join_check(pid, rfd) for pid, rfd in workers]
-        for part, theirs in zip(parts[1:], found, strict=True):
-            if theirs is None:
-                # The worker failed (a folder vanished under it, say): check its part here.
-                theirs = []
-                for job in part:
-                    self._check(*job, theirs)
-            dirty.extend(theirs)
-        return dirty
-
-    def _thread_check(
-        self, parts: list[list[tuple[str, IgnoreRules, bytes, bool]]], dirty: list[str]
-    ) -> list[list[str] | None]:
-        """Check ``parts[0]`` here and each other part on a thread; return what each found.
-
-        None for a part whose thread failed (the caller checks it again here).
-        """
-        import threading
-
-        found: list[list[str] | None] = [None] * (len(parts) - 1)
-
-        def check(i: int) -> None:
-            mine: list[str] = []
-            try:
-                for job in parts[i + 1]:
-                    self._check(*job, mine)
-            except BaseException:  # noqa: BLE001 - reported as None: checked again here
-                return
-            found[i] = mine
-
-        workers = [
-            threading.Thread(target=check, args=(i,), name=f"takeback-check-{i}")
-            for i in range(len(parts) - 1)
-        ]
-        for t in workers:
-            t.start()
-        try:
-            for job in parts[0]:
-                self._check(*job, dirty)
-        finally:
-            for t in workers:
-                t.join()
-        return found
-
-    def _fork_check(self, jobs: list[tuple[str, IgnoreRules, bytes, bool]]) -> tuple[int, int]:
-        """Check some top-level folders in a forked worker; return its pid and pipe."""
-        rfd, wfd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the worker, reported through the pipe
-            code = 0
-            try:
-                os.close(rfd)
-                found: list[str] = []
-                for job in jobs:
-                    self._check(*job, found)
-                payload = marshal.dumps(found)
-            except BaseException:
-                payload = marshal.dumps(None)
-                code = 1
-            try:
-                write_all(wfd, payload)
-            finally:
-                os._exit(code)
-        os.close(wfd)
-        return pid, rfd
-
-    @staticmethod
-    def _join_check(pid: int, rfd: int) -> list[str] | None:
-        """Read what a worker found and reap it (None: it failed)."""
-        chunks = []
-        with os.fdopen(rfd, "rb") as r:
-            while chunk := r.read(1 << 20):
-                chunks.append(chunk)
-        os.waitpid(pid, 0)
-        found = marshal.loads(b"".join(chunks)) if chunks else None
-        return found if isinstance(found, list) else None
-
-    def _check(
-        self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, dirty: list[str]
-    ) -> None:
-        old = self._old.get(rel)
-        try:
-            got = self._lister.listing(rel, rules, key, excluded, old, keep=False)
-        except _Unreadable:
-            dirty.append(rel)  # never cached: its parent names it again
-            return
-        if old is None or old[_LISTING] != got.listing_key or old[_STAT] != got.stat_key:
-            dirty.append(rel)
-        prefix = rel + "/"
-        for name, _mode in got.subdirs:
-            self._check(prefix + name, got.rules, got.key, excluded or name in got.partial, dirty)
 
     # -- one folder ------------------------------------------------------------------
 
@@ -783,7 +649,7 @@ class Scanner:
 
     def _start_pool(self) -> None:
         """Start the readers: forked processes for a first snapshot, else threads."""
-        if self._fork_reads and _can_fork():
+        if self._fork_reads and can_fork():
             from ._readers import ForkedReaders
 
             self._procs = ForkedReaders(self._workers, self._load_sent)
