@@ -219,7 +219,7 @@ def test_a_hinted_scan_counts_and_names_what_a_full_scan_does(tmp_path: Path) ->
 
 
 def test_a_file_is_read_to_its_end_whatever_its_stat_said(tmp_path: Path) -> None:
-    from takeback.scan._walk import _read_all
+    from takeback.scan._read import _read_all
 
     f = tmp_path / "f"
     f.write_bytes(b"0123456789" * 1000)

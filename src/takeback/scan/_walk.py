@@ -18,10 +18,12 @@ allows) is not an error: it goes into its folder's tree as an ``u`` entry, named
 reason, and is never trusted from the cache, so it is tried again by every scan. A
 restore leaves such a path (and all below it) as it is.
 
-Files to read are read, hashed and compressed on a pool of threads (reads, SHA-256 and
-zstd release the GIL), handed out as soon as a folder is listed, so they are done by the
-time the walk comes back up to build that folder's tree; the objects are stored from the
-walking thread, in the walk's order, so writes stay on one thread.
+The walk is one of three parts, each with its own state: the check pass that finds the
+folders whose digests differ (``_check.py``), the reader that reads, hashes and
+compresses files on a pool, handed out as soon as a folder is listed so that they are
+done by the time the walk comes back up to build that folder's tree (``_read.py``), and
+the walk here, which builds the trees and the new cache. All three see a folder through
+one listing (``_list.py``); the walk's counts are the cache module's ``Tally``.
 
 Race rule (as git's "racy clean" and borg's): a file whose mtime or ctime is not older
 than the scan's start minus the timestamp granularity could still change within the same
@@ -31,7 +33,6 @@ empty and the file's cached stat as None, and the next scan rehashes it.
 
 from __future__ import annotations
 
-import errno
 import functools
 import hashlib
 import marshal
@@ -40,11 +41,11 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from .._fs import allow_deep_trees, open_regular
+from .._fs import allow_deep_trees
 from ..errors import ScanError
-from ..model import DIR, FILE, LARGE, LINK, UNREADABLE, Entry, Tree, encode_tree
+from ..model import DIR, LARGE, UNREADABLE, Entry, Tree, encode_tree
 from ._cache import (
     _FILES,
     _IDS,
@@ -64,57 +65,12 @@ from ._cache import (
     new_cache,
 )
 from ._check import Checker
-from ._fork import can_fork
 from ._ignore import IgnoreRules
-from ._list import (
-    Lister,
-    _digest,
-    _Listing,
-    _Stat,
-    _stat_fields,
-    _StatFields,
-    _Unreadable,
-    _why,
-)
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
-
-    from ._readers import ForkedReaders
+from ._list import Lister, _digest, _Listing, _StatFields, _Unreadable
+from ._read import PutObject, Reader
 
 #: How close to the scan's start a timestamp may be before it is not trusted.
 GRANULARITY_NS = 1_000_000_000
-#: A first snapshot reads ahead of the walk until about this many bytes are in flight.
-_AHEAD_BYTES = 256 << 20
-#: How many files, and how many bytes, one task of the read pool takes at most.
-_CHUNK_FILES = 32
-_CHUNK_BYTES = 8 << 20
-
-#: What a read task gives back for one file: the entry's kind, mode, size, the stat it
-#: was read at, its id, and either its compressed bytes (stored as they are) or its raw
-#: bytes (to store as a delta against the earlier version); None when it vanished; the
-#: reason when it cannot be read.
-_Loaded = tuple[str, int, int, tuple[int, ...], str, bytes | None, bytes | None]
-
-
-class PutObject(Protocol):
-    """Stores one object and returns its id (``ObjectStore.put``)."""
-
-    def __call__(
-        self,
-        kind: str,
-        data: bytes,
-        oid: str | None = ...,
-        base: str | None = ...,
-        /,
-        *,
-        base_bytes: Callable[[], bytes | None] | None = ...,
-    ) -> str:
-        """Store ``data`` (as a delta against ``base`` when that is smaller).
-
-        ``base_bytes`` makes ``base``'s bytes, if the store has them at hand no faster.
-        """
-        ...
 
 
 def _last_tree(detail: dict[str, Any], old: _Fast, subdirs: list[tuple[str, int]]) -> bytes | None:
@@ -138,27 +94,6 @@ def _last_tree(detail: dict[str, Any], old: _Fast, subdirs: list[tuple[str, int]
             return None
         tree[name] = Entry(DIR, mode, cid, 0)
     return encode_tree(tree)
-
-
-def _read_all(fd: int, size: int) -> bytes:
-    """Read a file to its end (``size``: what its stat said; one more byte shows growth).
-
-    ``os.read`` rather than a file object: a first snapshot reads every file on a pool of
-    threads, and what each read does while holding the GIL is what keeps them apart.
-    """
-    data = os.read(fd, size + 1)
-    if len(data) == size:
-        return data  # the caller's fstat after the read tells a file that grew since
-    chunks = [data]
-    if data:
-        # Grown, shrunk, or a read cut short (one read returns at most about 2 GB).
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-    return b"".join(chunks)
-
-
-#: How a reader process sends back a file it could not read (an exception is not sent).
-_UNREADABLE_MARK = "\0unreadable"
 
 
 def _with_parents(paths: Iterable[str]) -> set[str]:
@@ -247,13 +182,25 @@ class Scanner:
         forks: int = 1,
     ) -> None:
         self.root = root
+        self.max_file_bytes = max_file_bytes
+        self.exclude_env = exclude_env
         self._put = put
         self._cache = cache
         self._dircache_get = dircache_get
-        self.max_file_bytes = max_file_bytes
-        self.exclude_env = exclude_env
+        self._pack = pack
+        self._put_packed = put_packed
+        self._forks = forks
         self._lister = Lister(
             root, max_file_bytes=max_file_bytes, exclude_env=exclude_env, exclude=exclude
+        )
+        self._reader = Reader(
+            root,
+            max_file_bytes=max_file_bytes,
+            put=put,
+            pack=pack,
+            put_packed=put_packed,
+            workers=workers,
+            on_progress=on_progress,
         )
         self._old: dict[str, _Fast] = {}
         self._new: dict[str, _Fast] = {}
@@ -261,31 +208,16 @@ class Scanner:
         #: the folders whose detailed row was read whole (see ``_detail``)
         self._detail_read: set[str] = set()
         self._tally = Tally()
-        self._hashed = 0
         self._changed_dirs = 0
         self._racy_ns = 0
-        self._on_progress = on_progress
-        self._pack = pack
-        self._put_packed = put_packed
-        self._workers = workers if pack is not None and put_packed is not None else 0
-        self._pool: ThreadPoolExecutor | None = None
-        #: a first snapshot's reads go to forked processes (see ``_readers.py``)
-        self._procs: ForkedReaders | None = None
-        self._fork_reads = False
         #: detailed cache rows read ahead, by folder (the folders a scan lists again)
         self._details: dict[str, bytes] = {}
         #: folders listed ahead of the walk (a first snapshot), with their listing
         self._listed: dict[str, _Listing] = {}
-        #: about how many bytes of files are being read and not yet taken by the walk
-        self._ahead_bytes = 0
-        self._ahead_of: dict[int, int] = {}
-        self._forks = forks
         #: the new cache starts as a copy of the old (a scan that lists a few folders)
         self._bulk = False
         #: with ``_bulk``: the folders whose entry was replaced, added or dropped
         self._touched: set[str] = set()
-        #: folder -> its detailed cache row and the reads handed to the pool, by name
-        self._reads: dict[str, tuple[dict[str, Any], dict[str, Future[list[Any]]]]] = {}
         #: the scan lists only the folders a watcher named (and the linked ones)
         self._hinted = False
         #: a hinted scan found a hard link made or removed: a file's other names may be
@@ -326,8 +258,9 @@ class Scanner:
         self._racy_ns = time.time_ns() - GRANULARITY_NS
         if self._cache is not None:
             self._old = self._cache.folders
+        reader = self._reader
         # Every file is read: in processes, where each has a core of its own.
-        self._fork_reads = not self._old and self._workers > 0 and self._forks > 0
+        reader.fork = not self._old and reader.workers > 0 and self._forks > 0
         try:
             st = os.lstat(self.root)
         except OSError as e:
@@ -373,7 +306,7 @@ class Scanner:
                 f"cannot read the workspace root {self.root}: {e.reason}", path=self.root
             ) from e
         finally:
-            self._stop_pool()
+            reader.stop()
         cache: dict[str, bytes | None] | None = None
         if self._cache is None or self._cache.shards is None or self._new != self._old:
             if self._cache is None:
@@ -394,12 +327,10 @@ class Scanner:
             unreadable_count=tally.unread_count,
             duration_ms=int((time.monotonic() - t0) * 1000),
             changed_dirs=self._changed_dirs,
-            hashed_files=self._hashed,
+            hashed_files=reader.hashed,
             cache=cache,
             cache_rows=self._detail_out,
         )
-
-    # -- one folder ------------------------------------------------------------------
 
     def _walk(
         self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, revisit: set[str] | None
@@ -410,14 +341,15 @@ class Scanner:
                 self._keep_subtree(rel)
             return str(old[_TREE])
         got = self._listed.pop(rel, None) or self._lister.listing(rel, rules, key, excluded, old)
+        reader = self._reader
         if (
-            self._workers
-            and rel not in self._reads
+            reader.workers
+            and not reader.started(rel)
             and (old is None or old[_STAT] != got.stat_key or old[_LISTING] != got.listing_key)
         ):
-            self._start_reads(rel, got, old)
+            reader.start(rel, self._detail(rel, old), got.kept)
         prefix = rel + "/" if rel else ""
-        if self._fork_reads:
+        if reader.fork:
             self._read_ahead(prefix, got, excluded)
         ids: list[str] = []
         closed: dict[str, str] = {}
@@ -456,8 +388,9 @@ class Scanner:
         folder without subfolders right after listing it. With its siblings' reads
         already started, the readers always have work while it waits.
         """
+        reader = self._reader
         for name, _mode in got.subdirs:
-            if self._ahead_bytes > _AHEAD_BYTES:
+            if reader.saturated():
                 return  # enough in flight: the rest are listed as the walk comes to them
             child = prefix + name
             if child in self._old or child in self._listed:
@@ -469,7 +402,7 @@ class Scanner:
             except _Unreadable:
                 continue  # the walk lists it again, and names it for why
             self._listed[child] = listed
-            self._start_reads(child, listed, None)
+            reader.start(child, {}, listed.kept)
 
     def _rebuild(
         self,
@@ -482,11 +415,11 @@ class Scanner:
     ) -> str:
         self._changed_dirs += 1
         prefix = rel + "/" if rel else ""
-        started = self._reads.pop(rel, None)
+        reader = self._reader
+        started = reader.take(rel)
         loaded: dict[str, Any] = {}
         if started is not None:
-            detail, futures = started
-            loaded = self._collect(futures)
+            detail, loaded = started
         else:
             detail = self._detail(rel, old)
         tree: Tree = {}
@@ -515,9 +448,9 @@ class Scanner:
                 prev = cached[1][2].hex() if cached is not None and cached[1][2] else None
                 try:
                     if name in loaded:
-                        found = self._stored(loaded[name], prev)
+                        found = reader.stored(loaded[name], prev)
                     else:
-                        found = self._read_entry(prefix + name, st, prev)
+                        found = reader.read_entry(prefix + name, st, prev)
                 except _Unreadable as e:
                     # Never trusted from the cache: the next scan tries it again.
                     tree[name] = Entry(UNREADABLE, stat.S_IMODE(st.st_mode), "", st.st_size)
@@ -593,8 +526,6 @@ class Scanner:
             self._tally.add(files, tuple(large), tuple(unread))
         return tree_id
 
-    # -- reading files on the pool ----------------------------------------------------
-
     def _detail(self, rel: str, old: _Fast | None) -> dict[str, Any]:
         """Return a folder's detailed cache row (name -> stat and entry), or {}."""
         if old is None:
@@ -612,170 +543,6 @@ class Scanner:
             self._detail_read.add(rel)
             return detail
         return {}
-
-    def _start_reads(self, rel: str, got: _Listing, old: _Fast | None) -> None:
-        """Hand the pool the files of a folder that its cache does not vouch for."""
-        detail = self._detail(rel, old)
-        prefix = rel + "/" if rel else ""
-        todo: list[tuple[str, str, _StatFields, bool]] = []
-        for name, st in got.kept:
-            cached = detail.get(name)
-            if cached is not None and cached[0] == (
-                st.st_mode,
-                st.st_size,
-                st.st_mtime_ns,
-                st.st_ctime_ns,
-                st.st_ino,
-            ):
-                continue
-            # A file with an earlier version is stored as a delta, from this thread.
-            delta = cached is not None and bool(cached[1][2])
-            todo.append((name, prefix + name, st, delta))
-        futures: dict[str, Future[list[Any]]] = {}
-        if todo:
-            if self._pool is None and self._procs is None:
-                self._start_pool()
-            chunk: list[tuple[str, str, _StatFields, bool]] = []
-            size = 0
-            for item in todo:
-                chunk.append(item)
-                size += item[2].st_size
-                if len(chunk) >= _CHUNK_FILES or size >= _CHUNK_BYTES:
-                    self._submit(chunk, futures)
-                    chunk, size = [], 0
-            if chunk:
-                self._submit(chunk, futures)
-        self._reads[rel] = (detail, futures)
-
-    def _start_pool(self) -> None:
-        """Start the readers: forked processes for a first snapshot, else threads."""
-        if self._fork_reads and can_fork():
-            from ._readers import ForkedReaders
-
-            self._procs = ForkedReaders(self._workers, self._load_sent)
-            return
-        from concurrent.futures import ThreadPoolExecutor  # and logging: only when used
-
-        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="takeback-read")
-
-    def _submit(
-        self,
-        chunk: list[tuple[str, str, _StatFields, bool]],
-        futures: dict[str, Future[list[Any]]],
-    ) -> None:
-        if self._procs is not None:
-            sent = [(name, rel, _stat_fields(st), delta) for name, rel, st, delta in chunk]
-            fut = self._procs.submit(sent)
-        else:
-            assert self._pool is not None
-            fut = self._pool.submit(self._load_many, chunk)
-        for name, _rel, _st, _delta in chunk:
-            futures[name] = fut
-        size = sum(st.st_size for _n, _r, st, _d in chunk)
-        self._ahead_bytes += size
-        self._ahead_of[id(fut)] = size
-
-    def _load_sent(self, chunk: list[tuple[str, str, tuple[int, ...], bool]]) -> list[Any]:
-        """What a reader process does with a chunk: ``_load_many``, in what marshal carries."""
-        items: list[tuple[str, str, _StatFields, bool]] = [
-            (name, rel, _Stat(*st), delta) for name, rel, st, delta in chunk
-        ]
-        out = []
-        for name, res in self._load_many(items):
-            out.append(
-                (name, (_UNREADABLE_MARK, res.reason) if isinstance(res, _Unreadable) else res)
-            )
-        return out
-
-    def _load_many(self, chunk: list[tuple[str, str, _StatFields, bool]]) -> list[Any]:
-        """Read, hash and compress some files (on a pool thread); one result each."""
-        assert self._pack is not None
-        out: list[Any] = []
-        for name, rel, st, delta in chunk:
-            try:
-                got = self._load(rel, st)
-            except _Unreadable as e:
-                out.append((name, e))
-                continue
-            if got is None:
-                out.append((name, None))
-                continue
-            kind, mode, size, sig, data = got
-            if data is None:
-                out.append((name, (kind, mode, size, sig, "", None, None)))
-                continue
-            oid = hashlib.sha256(data).hexdigest()
-            if delta:
-                out.append((name, (kind, mode, size, sig, oid, None, data)))
-            else:
-                out.append((name, (kind, mode, size, sig, oid, self._pack(data), None)))
-        return out
-
-    def _collect(self, futures: dict[str, Future[list[Any]]]) -> dict[str, Any]:
-        """Wait for a folder's reads; store what they packed, as one batch."""
-        loaded: dict[str, Any] = {}
-        batch: list[tuple[str, str, int, bytes]] = []
-        seen: set[int] = set()
-        for fut in futures.values():
-            if id(fut) in seen:
-                continue
-            seen.add(id(fut))
-            try:
-                results = fut.result()
-                self._ahead_bytes -= self._ahead_of.pop(id(fut), 0)
-            except RuntimeError as e:
-                if self._procs is None:
-                    raise
-                # A reader process died (killed, out of memory) or failed.
-                raise ScanError(
-                    f"cannot read the workspace {self.root}: {e}", path=self.root
-                ) from e
-            for name, res in results:
-                if isinstance(res, tuple) and len(res) == 2 and res[0] == _UNREADABLE_MARK:
-                    res = _Unreadable(res[1])
-                loaded[name] = res
-                if isinstance(res, tuple) and res[5] is not None:
-                    batch.append(("blob", res[4], res[2], res[5]))
-        if batch:
-            assert self._put_packed is not None
-            self._put_packed(batch)
-        return loaded
-
-    def _stored(
-        self, res: _Loaded | _Unreadable | None, base: str | None
-    ) -> tuple[Entry, tuple[int, ...]] | None:
-        """Return the entry of a file the pool read (its object is stored by now)."""
-        if res is None:
-            return None
-        if isinstance(res, _Unreadable):
-            raise res
-        kind, mode, size, sig, oid, packed, data = res
-        if kind == LARGE:
-            return Entry(LARGE, mode, "", size), sig
-        self._read_one()
-        if data is not None:
-            oid = self._put("blob", data, oid, base if kind == FILE else None)
-        return Entry(kind, mode, oid, size), sig
-
-    def _stop_pool(self) -> None:
-        # Threads left running would keep a later scan in this process from forking.
-        if self._pool is not None:
-            for _detail, futures in self._reads.values():
-                for fut in futures.values():
-                    fut.cancel()
-            self._pool.shutdown(wait=True)
-            self._pool = None
-        if self._procs is not None:
-            # Reads still owed (the scan failed): the processes are killed, not waited for.
-            owed = any(not f.done() for _d, fs in self._reads.values() for f in fs.values())
-            self._procs.close(kill=owed)
-            self._procs = None
-        self._reads.clear()
-
-    def _read_one(self) -> None:
-        self._hashed += 1
-        if self._on_progress is not None and self._hashed % 500 == 0:
-            self._on_progress(self._hashed)
 
     def _drop_subtree(self, rel: str) -> None:
         """Drop a folder that went away (and everything below) from the new cache."""
@@ -798,82 +565,3 @@ class Scanner:
         prefix = rel + "/" if rel else ""
         for name in fast[_NAMES]:
             self._keep_subtree(prefix + name)
-
-    # -- one file --------------------------------------------------------------------
-
-    def _read_entry(
-        self, rel: str, st: _StatFields, base: str | None = None
-    ) -> tuple[Entry, tuple[int, ...]] | None:
-        """Hash (and store) a file or symlink; None if it vanished.
-
-        Raises:
-            _Unreadable: it cannot be read (no permission, an I/O error).
-        """
-        got = self._load(rel, st)
-        if got is None:
-            return None
-        kind, mode, size, sig, data = got
-        if data is None:
-            return Entry(kind, mode, "", size), sig
-        self._read_one()
-        oid = self._put("blob", data, None, base if kind == FILE else None)
-        return Entry(kind, mode, oid, size), sig
-
-    def _load(
-        self, rel: str, st: _StatFields
-    ) -> tuple[str, int, int, tuple[int, ...], bytes | None] | None:
-        """Read a file or symlink (safe on any thread); None if it vanished.
-
-        Returns:
-            Its kind (``LARGE`` for a file over the limit, whose bytes are not read),
-            mode, size, the stat it was read at and its bytes.
-
-        Raises:
-            _Unreadable: it cannot be read (no permission, an I/O error).
-        """
-        path = os.path.join(self.root, rel)
-        sig: tuple[int, ...] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        if stat.S_ISLNK(st.st_mode):
-            try:
-                target = os.fsencode(os.readlink(path))
-            except FileNotFoundError:
-                return None
-            except OSError as e:
-                raise _Unreadable(_why(e)) from e
-            return LINK, 0o777, len(target), sig, target
-        mode = stat.S_IMODE(st.st_mode)
-        if st.st_size > self.max_file_bytes:
-            return LARGE, mode, st.st_size, sig, None
-        for _attempt in range(3):
-            try:
-                got = open_regular(path)
-            except FileNotFoundError:
-                return None
-            except OSError as e:
-                if e.errno == errno.ELOOP:  # it became a symlink since the listing
-                    try:
-                        st = os.lstat(path)
-                    except FileNotFoundError:
-                        return None
-                    return self._load(rel, st)
-                raise _Unreadable(_why(e)) from e
-            if got is None:
-                return None  # no longer a file (a FIFO or a folder now): not kept
-            fd = got[0]
-            try:
-                data = _read_all(fd, got[1].st_size)
-                after = os.fstat(fd)
-            except OSError as e:
-                raise _Unreadable(_why(e)) from e
-            finally:
-                os.close(fd)
-            sig = (after.st_mode, after.st_size, after.st_mtime_ns, after.st_ctime_ns, after.st_ino)
-            if len(data) == after.st_size and after.st_mtime_ns == st.st_mtime_ns:
-                break
-            # It changed while we read it: take it again, and if it keeps changing keep the
-            # last read with its stat, which the race rule will not trust next time.
-            st = after
-        mode = stat.S_IMODE(sig[0])
-        if len(data) > self.max_file_bytes:
-            return LARGE, mode, len(data), sig, None
-        return FILE, mode, len(data), sig, data
