@@ -18,7 +18,7 @@ import pytest
 from takeback import Workspace
 from takeback.cli import main
 from takeback.errors import RestoreError, ScanError, StoreError
-from takeback.scan import _walk
+from takeback.scan import _list
 
 
 def test_a_full_disk_under_the_store_fails_cleanly_and_the_store_still_opens(
@@ -154,7 +154,7 @@ def test_an_unreadable_file_is_one_clear_warning(
             raise PermissionError(errno.EACCES, "Permission denied", path)
         return real_open(path, flags, *args)  # type: ignore[arg-type]
 
-    real_native = vars(_walk)["_native_list"]
+    real_native = vars(_list)["_native_list"]
 
     def root_native_denied(path: str, stats: bool = False) -> object:
         # The C listing opens the folder itself: it fails there as the real one would.
@@ -168,7 +168,7 @@ def test_an_unreadable_file_is_one_clear_warning(
     monkeypatch.setattr(os, "scandir", root_denied)
     monkeypatch.setattr(os, "open", root_open_denied)
     if real_native is not None:
-        monkeypatch.setattr(_walk, "_native_list", root_native_denied)
+        monkeypatch.setattr(_list, "_native_list", root_native_denied)
     with pytest.raises(ScanError, match="cannot read the workspace root"):
         Workspace(root, store=tmp_path / "store").snapshot()
 

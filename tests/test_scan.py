@@ -219,7 +219,7 @@ def test_a_hinted_scan_counts_and_names_what_a_full_scan_does(tmp_path: Path) ->
 
 
 def test_a_file_is_read_to_its_end_whatever_its_stat_said(tmp_path: Path) -> None:
-    from takeback.scan._walk import _read_all
+    from takeback.scan._read import _read_all
 
     f = tmp_path / "f"
     f.write_bytes(b"0123456789" * 1000)
@@ -287,11 +287,11 @@ def test_a_changed_folders_last_tree_is_made_from_the_cache_exactly(
 
 def test_the_listing_this_run_uses() -> None:
     """With TAKEBACK_TEST_NO_NATIVE (one step of .ci/run) the scan lists in Python."""
-    from takeback.scan import _walk
+    from takeback.scan import _list
 
     from .conftest import NO_NATIVE
 
     if NO_NATIVE:
-        assert vars(_walk)["_native_list"] is None
+        assert vars(_list)["_native_list"] is None
     else:
-        assert vars(_walk)["_native_list"] is not None
+        assert vars(_list)["_native_list"] is not None

@@ -23,26 +23,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from takeback.ops import Options, scan
-from takeback.scan import _walk
+from takeback.scan import _check, _list
 from takeback.scan._ignore import IgnoreRules
-from takeback.scan._walk import Scanner
+from takeback.scan._list import Lister
 from takeback.store import FolderStore
 
 from .conftest import SRC, without_file_powers, write
 from .test_scan import age
 
 
-def _scanner(root: Path) -> Scanner:
-    sc = Scanner(
-        str(root),
-        put=lambda *a, **k: "",
-        cache=None,
-        dircache_get=lambda dirs: {},
-        exclude=[],
-        max_file_bytes=1 << 30,
-    )
-    sc._root_key()  # the index's signature, as a scan sets it
-    return sc
+def _lister(root: Path) -> Lister:
+    lister = Lister(str(root), max_file_bytes=1 << 30, exclude_env=True, exclude=[])
+    lister.root_key()  # the index's signature, as a scan sets it
+    return lister
 
 
 def _folders(root: Path) -> Iterator[str]:
@@ -53,13 +46,13 @@ def _folders(root: Path) -> Iterator[str]:
 
 def _listings(root: Path) -> dict[str, tuple[object, ...]]:
     """Each folder's keys and decisions, listed as the check pass and as the walk list it."""
-    sc = _scanner(root)
+    lister = _lister(root)
     rules = IgnoreRules.for_root(str(root), exclude_env=True)
-    key = sc._root_key()
+    key = lister.root_key()
     out: dict[str, tuple[object, ...]] = {}
     for rel in _folders(root):
         for keep in (False, True):
-            got = sc._list(rel, rules, key, rel.startswith("excluded"), None, keep=keep)
+            got = lister.listing(rel, rules, key, rel.startswith("excluded"), None, keep=keep)
             out[f"{rel}:{keep}"] = (
                 got.listing_key,
                 got.stat_key,
@@ -67,7 +60,7 @@ def _listings(root: Path) -> dict[str, tuple[object, ...]]:
                 got.partial,
                 got.uses_index,
                 got.subdirs,
-                [(name, _walk._stat_fields(st)) for name, st in got.kept],
+                [(name, _list._stat_fields(st)) for name, st in got.kept],
             )
     return out
 
@@ -138,7 +131,7 @@ def test_without_the_native_module_the_keys_are_the_same(
     varied: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     native = _listings(varied)
-    monkeypatch.setattr(_walk, "_native_list", None)
+    monkeypatch.setattr(_list, "_native_list", None)
     assert _listings(varied) == native
 
 
@@ -168,15 +161,15 @@ def test_a_folder_the_native_module_cannot_stat_in_is_named_as_before(tmp_path: 
     write(root, "ok.txt", "fine\n")
     write(root, "locked/inside.txt", "cannot be stat'ed\n")
     code = (
-        "import sys; from takeback.scan import _walk; "
+        "import sys; from takeback.scan import _list; "
         "from takeback.scan._ignore import IgnoreRules; "
-        "sc = _walk.Scanner(sys.argv[1], put=lambda *a, **k: '', cache=None, "
-        "dircache_get=lambda d: {}, exclude=[], max_file_bytes=1 << 30); sc._root_key(); "
-        "assert _walk._native_list(sys.argv[1] + '/locked') is None; "
+        "sc = _list.Lister(sys.argv[1], max_file_bytes=1 << 30, exclude_env=True, "
+        "exclude=[]); sc.root_key(); "
+        "assert _list._native_list(sys.argv[1] + '/locked') is None; "
         "rules = IgnoreRules.for_root(sys.argv[1], exclude_env=True)\n"
         "try:\n"
-        "    sc._list('locked', rules, sc._root_key(), False, None, keep=False)\n"
-        "except _walk._Unreadable as e:\n"
+        "    sc.listing('locked', rules, sc.root_key(), False, None, keep=False)\n"
+        "except _list._Unreadable as e:\n"
         "    print(e.reason)\n"
     )
     os.chmod(root / "locked", 0o644)  # read, not search
@@ -204,7 +197,7 @@ def test_a_time_past_2262_is_kept_by_both_listings(tmp_path: Path) -> None:
     write(root, "now.txt", "today\n")
     os.utime(root / "future.txt", ns=(10**19, 10**19))
     assert os.lstat(root / "future.txt").st_mtime_ns == 10**19
-    assert vars(_walk)["_native_list"](str(root)) is None
+    assert vars(_list)["_native_list"](str(root)) is None
     got = _listings(root)
     assert got[":False"][:-1] == got[":True"][:-1]
     store = FolderStore.open(str(tmp_path / "store"), str(root), create=True)
@@ -233,13 +226,13 @@ def test_a_process_with_threads_shares_the_check_pass_over_threads(
     age(root)
     store = FolderStore.open(str(tmp_path / "store"), str(root), create=True)
     seen: set[str] = set()
-    real_check = _walk.Scanner._check
+    real_check = _check.Checker._check
 
-    def check(self: Scanner, *args: object) -> None:
+    def check(self: _check.Checker, *args: object) -> None:
         seen.add(threading.current_thread().name)
         real_check(self, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_walk.Scanner, "_check", check)
+    monkeypatch.setattr(_check.Checker, "_check", check)
     busy = threading.Event()
     other = threading.Thread(target=busy.wait, daemon=True)
     other.start()
@@ -307,7 +300,7 @@ def test_any_folder_gets_the_same_keys_from_both_listings(
             os.utime(path, ns=(mtime, mtime))
     native = _listings(root)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_walk, "_native_list", None)
+        mp.setattr(_list, "_native_list", None)
         python = _listings(root)
     assert native == python
     for rel in {k.rpartition(":")[0] for k in native}:

@@ -141,14 +141,14 @@ def test_a_file_that_vanishes_before_its_read_is_left_out(
     root, _one, pool = stores
     scanner = _pool_scanner(root, pool)
     # Listed, then gone before the pool reads it: as a walk on one thread leaves it.
-    real_load = scanner._load
+    real_load = scanner._reader._load
 
     def load(rel: str, st: os.stat_result) -> object:
         if rel == "d4/f7.txt":
             os.unlink(root / rel)
         return real_load(rel, st)
 
-    scanner._load = load  # type: ignore[assignment,method-assign]
+    scanner._reader._load = load  # type: ignore[assignment,method-assign]
     result = scanner.scan()
     pool.objects.flush()
     assert lookup(pool.objects.get_tree, result.tree, "d4/f7.txt") is None
@@ -192,7 +192,7 @@ def test_a_reader_process_that_dies_fails_the_scan_and_leaves_none_behind(
 
     root, _one, pool = stores
     scanner = _pool_scanner(root, pool)
-    real = scanner._load_sent
+    real = scanner._reader._load_sent
     parent = os.getpid()
     seen: list[int] = []
 
@@ -201,7 +201,7 @@ def test_a_reader_process_that_dies_fails_the_scan_and_leaves_none_behind(
             os._exit(3)  # a reader process dies (killed, out of memory) half way
         return real(chunk)
 
-    scanner._load_sent = load_sent  # type: ignore[method-assign]
+    scanner._reader._load_sent = load_sent  # type: ignore[method-assign]
     before = _children()
     with pytest.raises(ScanError, match="reader process"):
         scanner.scan(hint=None)

@@ -35,6 +35,8 @@ OLDER_KEY = "dirs-v7"
 LEGACY_KEY = "dirs-v6"
 SHARDS = 1024
 _PREFIX = CACHE_KEY + "/"
+#: How many skipped (too large) files, and how many unreadable paths, a snapshot names.
+SKIPPED_NAMED = 20
 
 #: What the cache keeps of one folder (a plain tuple: marshal stores it fast):
 #: listing key, names left out, ignored folders holding tracked files, stat key, subfolder
@@ -131,6 +133,99 @@ class FolderCache:
             rows[shard_key(i)] = marshal.dumps(shards[i]) if shards[i] else None
         remember(cache)
         return cache, rows
+
+    def sums(self) -> tuple[Any, ...]:
+        """Return what a scan that finds every folder as recorded counts (see ``Tally``).
+
+        Summed once and kept in ``counts``: a process that scans again and again adds
+        them up only when the cache changed.
+        """
+        if self.counts is not None:
+            return self.counts
+        files = n_large = n_unread = 0
+        large: list[str] = []
+        unread: list[tuple[str, str]] = []
+        for fast in self.folders.values():
+            files += fast[_FILES]
+            n_large += len(fast[_LARGE])
+            n_unread += len(fast[_UNREAD])
+            if fast[_LARGE] and len(large) < SKIPPED_NAMED:
+                large.extend(fast[_LARGE][: SKIPPED_NAMED - len(large)])
+            if fast[_UNREAD] and len(unread) < SKIPPED_NAMED:
+                unread.extend(fast[_UNREAD][: SKIPPED_NAMED - len(unread)])
+        self.counts = (files, n_large, tuple(large), n_unread, tuple(unread))
+        return self.counts
+
+
+class Tally:
+    """What a scan counts of its folders: kept files, files too large, unreadable paths.
+
+    The first ``SKIPPED_NAMED`` too-large files and unreadable paths are named, in the
+    order their folders are counted.
+
+    Args:
+        sums: counts to start from, as ``sums()`` gives them (None: from nothing).
+    """
+
+    __slots__ = ("files", "large", "large_count", "unread", "unread_count")
+
+    def __init__(self, sums: tuple[Any, ...] | None = None) -> None:
+        self.files = 0
+        self.large_count = 0
+        self.large: list[str] = []
+        self.unread_count = 0
+        self.unread: list[tuple[str, str]] = []
+        if sums is not None:
+            self.files, self.large_count, large, self.unread_count, unread = sums
+            self.large, self.unread = list(large), list(unread)
+
+    def add(self, files: int, large: tuple[str, ...], unread: tuple[tuple[str, str], ...]) -> None:
+        """Count one folder: its kept files, its files too large, its unreadable paths."""
+        self.files += files
+        self.large_count += len(large)
+        room = SKIPPED_NAMED - len(self.large)
+        if room > 0 and large:
+            self.large.extend(large[:room])
+        self.unread_count += len(unread)
+        room = SKIPPED_NAMED - len(self.unread)
+        if room > 0 and unread:
+            self.unread.extend(unread[:room])
+
+    def sums(self) -> tuple[Any, ...]:
+        """Return the counts as a cache keeps them (``FolderCache.counts``)."""
+        return (
+            self.files,
+            self.large_count,
+            tuple(self.large),
+            self.unread_count,
+            tuple(self.unread),
+        )
+
+    @classmethod
+    def changed(
+        cls, cache: FolderCache, folders: dict[str, _Fast], touched: Iterable[str]
+    ) -> Tally:
+        """Count a scan that started from ``cache`` and replaced the ``touched`` records.
+
+        The cache's sums, with what changed; paths to name are found where they are, in
+        the records' order, only when there are some.
+        """
+        files, n_large, _large, n_unread, _unread = cache.sums()
+        old = cache.folders
+        for rel in touched:
+            was, now = old.get(rel), folders.get(rel)
+            for fast, sign in ((was, -1), (now, 1)):
+                if fast is not None:
+                    files += sign * fast[_FILES]
+                    n_large += sign * len(fast[_LARGE])
+                    n_unread += sign * len(fast[_UNREAD])
+        tally = cls()
+        if n_large or n_unread:
+            for fast in folders.values():
+                tally.add(fast[_FILES], fast[_LARGE], fast[_UNREAD])
+        else:
+            tally.files = files
+        return tally
 
 
 def shard_key(i: int) -> str:

@@ -5,7 +5,7 @@
  * of 19 fields, and the digest input built from it as much again. Here one call lists a
  * folder, stats its entries relative to the folder's handle (a folder swapped for a
  * symlink is not followed), and returns the two byte strings the scan digests, built
- * exactly as scan/_walk.py builds them in Python (see there): the same folder gives the
+ * exactly as scan/_list.py builds them in Python (see there): the same folder gives the
  * same keys with or without this module. The listing and the stat calls run without
  * the GIL.
  *

@@ -18,10 +18,12 @@ allows) is not an error: it goes into its folder's tree as an ``u`` entry, named
 reason, and is never trusted from the cache, so it is tried again by every scan. A
 restore leaves such a path (and all below it) as it is.
 
-Files to read are read, hashed and compressed on a pool of threads (reads, SHA-256 and
-zstd release the GIL), handed out as soon as a folder is listed, so they are done by the
-time the walk comes back up to build that folder's tree; the objects are stored from the
-walking thread, in the walk's order, so writes stay on one thread.
+The walk is one of three parts, each with its own state: the check pass that finds the
+folders whose digests differ (``_check.py``), the reader that reads, hashes and
+compresses files on a pool, handed out as soon as a folder is listed so that they are
+done by the time the walk comes back up to build that folder's tree (``_read.py``), and
+the walk here, which builds the trees and the new cache. All three see a folder through
+one listing (``_list.py``); the walk's counts are the cache module's ``Tally``.
 
 Race rule (as git's "racy clean" and borg's): a file whose mtime or ctime is not older
 than the scan's start minus the timestamp granularity could still change within the same
@@ -31,88 +33,44 @@ empty and the file's cached stat as None, and the next scan rehashes it.
 
 from __future__ import annotations
 
-import errno
 import functools
 import hashlib
 import marshal
 import os
 import stat
-import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from .._fs import TMP_PREFIX, allow_deep_trees, open_regular, read_regular, write_all
+from .._fs import allow_deep_trees
 from ..errors import ScanError
-from ..model import DIR, FILE, LARGE, LINK, UNREADABLE, Entry, Tree, encode_tree
+from ..model import DIR, LARGE, UNREADABLE, Entry, Tree, encode_tree
 from ._cache import (
     _FILES,
     _IDS,
     _LARGE,
     _LISTING,
     _NAMES,
-    _PARTIAL,
-    _SKIP,
     _STAT,
     _TREE,
     _UNREAD,
     _USES_INDEX,
     LINKED_PREFIX,
+    SKIPPED_NAMED,
     FolderCache,
+    Tally,
     _Fast,
     is_linked,
     new_cache,
 )
-from ._gitindex import GitIndex, common_git_dir, resolve_git_dir
+from ._check import Checker
 from ._ignore import IgnoreRules
-
-try:  # the C module that lists a folder for the check pass; built where a compiler is
-    from ._listing import list_folder as _native_list
-except ImportError:  # pragma: no cover - the same scan, listed in Python
-    _native_list = None  # type: ignore[assignment]
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
-
-    from ._readers import ForkedReaders
+from ._list import Lister, _digest, _Listing, _StatFields, _Unreadable
+from ._read import PutObject, Reader
 
 #: How close to the scan's start a timestamp may be before it is not trusted.
 GRANULARITY_NS = 1_000_000_000
-#: How many skipped (too large) files, and how many unreadable paths, a snapshot names.
-SKIPPED_NAMED = 20
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-#: A first snapshot reads ahead of the walk until about this many bytes are in flight.
-_AHEAD_BYTES = 256 << 20
-#: How many files, and how many bytes, one task of the read pool takes at most.
-_CHUNK_FILES = 32
-_CHUNK_BYTES = 8 << 20
-
-#: What a read task gives back for one file: the entry's kind, mode, size, the stat it
-#: was read at, its id, and either its compressed bytes (stored as they are) or its raw
-#: bytes (to store as a delta against the earlier version); None when it vanished; the
-#: reason when it cannot be read.
-_Loaded = tuple[str, int, int, tuple[int, ...], str, bytes | None, bytes | None]
-
-
-class PutObject(Protocol):
-    """Stores one object and returns its id (``ObjectStore.put``)."""
-
-    def __call__(
-        self,
-        kind: str,
-        data: bytes,
-        oid: str | None = ...,
-        base: str | None = ...,
-        /,
-        *,
-        base_bytes: Callable[[], bytes | None] | None = ...,
-    ) -> str:
-        """Store ``data`` (as a delta against ``base`` when that is smaller).
-
-        ``base_bytes`` makes ``base``'s bytes, if the store has them at hand no faster.
-        """
-        ...
 
 
 def _last_tree(detail: dict[str, Any], old: _Fast, subdirs: list[tuple[str, int]]) -> bytes | None:
@@ -138,110 +96,6 @@ def _last_tree(detail: dict[str, Any], old: _Fast, subdirs: list[tuple[str, int]
     return encode_tree(tree)
 
 
-def _read_all(fd: int, size: int) -> bytes:
-    """Read a file to its end (``size``: what its stat said; one more byte shows growth).
-
-    ``os.read`` rather than a file object: a first snapshot reads every file on a pool of
-    threads, and what each read does while holding the GIL is what keeps them apart.
-    """
-    data = os.read(fd, size + 1)
-    if len(data) == size:
-        return data  # the caller's fstat after the read tells a file that grew since
-    chunks = [data]
-    if data:
-        # Grown, shrunk, or a read cut short (one read returns at most about 2 GB).
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-    return b"".join(chunks)
-
-
-#: How a reader process sends back a file it could not read (an exception is not sent).
-_UNREADABLE_MARK = "\0unreadable"
-
-
-class _StatFields(Protocol):
-    """What the walk uses of a file's stat: ``os.stat_result`` or :class:`_Stat`."""
-
-    @property
-    def st_mode(self) -> int: ...  # noqa: D102
-    @property
-    def st_size(self) -> int: ...  # noqa: D102
-    @property
-    def st_mtime_ns(self) -> int: ...  # noqa: D102
-    @property
-    def st_ctime_ns(self) -> int: ...  # noqa: D102
-    @property
-    def st_ino(self) -> int: ...  # noqa: D102
-    @property
-    def st_nlink(self) -> int: ...  # noqa: D102
-
-
-class _Stat:
-    """The fields of a file's stat the walk needs, without an ``os.stat_result``.
-
-    What a reader process is sent, and what the native listing gives.
-    """
-
-    __slots__ = ("st_ctime_ns", "st_ino", "st_mode", "st_mtime_ns", "st_nlink", "st_size")
-
-    def __init__(
-        self, mode: int, size: int, mtime_ns: int, ctime_ns: int, ino: int, nlink: int = 1
-    ) -> None:
-        self.st_mode = mode
-        self.st_size = size
-        self.st_mtime_ns = mtime_ns
-        self.st_ctime_ns = ctime_ns
-        self.st_ino = ino
-        self.st_nlink = nlink
-
-
-def _stat_fields(st: _StatFields) -> tuple[int, ...]:
-    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-
-
-class _Unreadable(Exception):  # noqa: N818 - internal signal, never leaves the scan
-    """A folder or file cannot be read; ``reason`` says why, in a few words."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _why(e: OSError) -> str:
-    """Name why a path cannot be read, in the words ``--json`` uses."""
-    if e.errno in (errno.EACCES, errno.EPERM):
-        return "permission denied"
-    if e.errno == errno.ENAMETOOLONG:
-        return "path too long"
-    return (e.strerror or type(e).__name__).lower()
-
-
-@dataclass
-class _Listing:
-    """One folder as listed now: the rules in force in it, what is kept, its digests."""
-
-    rules: IgnoreRules
-    key: bytes
-    listing_key: bytes
-    skip: tuple[str, ...]
-    partial: tuple[str, ...]
-    uses_index: bool
-    stat_key: bytes
-    kept: list[tuple[str, _StatFields]]
-    subdirs: list[tuple[str, int]]
-    #: entries whose own stat failed: name, reason
-    unreadable: list[tuple[str, str]]
-
-
-def _stat_sig(path: str) -> bytes:
-    """Name a file by its stat (size, mtime, inode), or ``-`` when it is absent."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return b"-"
-    return b"%s %d %d %d" % (os.fsencode(path), st.st_size, st.st_mtime_ns, st.st_ino)
-
-
 def _with_parents(paths: Iterable[str]) -> set[str]:
     """Return the folders to list again: each named folder and every folder above it."""
     out: set[str] = set()
@@ -254,34 +108,6 @@ def _with_parents(paths: Iterable[str]) -> set[str]:
     return out
 
 
-def _can_fork() -> bool:
-    """Fork only a single-threaded process (forking threads can deadlock the child)."""
-    import threading
-
-    return hasattr(os, "fork") and threading.active_count() == 1
-
-
-#: The stat key's input for one entry (after its name, NUL and a kind byte), as the
-#: native module writes it: a folder's mode; a file's or symlink's mode, size, mtime and
-#: ctime (ns) and inode.
-_DIR_SIG = struct.Struct("<I")
-_FILE_SIG = struct.Struct("<IqqqQ")
-
-
-def _without(sigs: bytes, skip: Sequence[str]) -> bytes:
-    """Return a native stat key input without the entries named in ``skip``."""
-    drop = {os.fsencode(name) for name in skip}
-    out: list[bytes] = []
-    at, size = 0, len(sigs)
-    while at < size:
-        nul = sigs.index(b"\0", at)
-        end = nul + 2 + (_DIR_SIG.size if sigs[nul + 1] == 0x64 else _FILE_SIG.size)  # "d"
-        if sigs[at:nul] not in drop:
-            out.append(sigs[at:end])
-        at = end
-    return b"".join(out)
-
-
 def _links_key(kept: Sequence[tuple[str, _StatFields]]) -> bytes:
     """The stat key a folder with files of several hard links saves (b"": it has none)."""
     pairs = sorted(
@@ -292,14 +118,6 @@ def _links_key(kept: Sequence[tuple[str, _StatFields]]) -> bytes:
     if not pairs:
         return b""
     return LINKED_PREFIX + _digest(*(b"%d %d" % p for p in pairs))
-
-
-def _digest(*parts: bytes) -> bytes:
-    h = hashlib.blake2b(digest_size=16)
-    for p in parts:
-        h.update(p)
-        h.update(b"\0")
-    return h.digest()
 
 
 @dataclass
@@ -364,53 +182,42 @@ class Scanner:
         forks: int = 1,
     ) -> None:
         self.root = root
+        self.max_file_bytes = max_file_bytes
+        self.exclude_env = exclude_env
         self._put = put
         self._cache = cache
         self._dircache_get = dircache_get
-        self.max_file_bytes = max_file_bytes
-        self.exclude_env = exclude_env
-        self._exclude = {
-            os.path.relpath(p, root)
-            for p in exclude
-            if p == root or p.startswith(root.rstrip("/") + "/")
-        }
-        self._gitindex: GitIndex | None | bool = False
+        self._pack = pack
+        self._put_packed = put_packed
+        self._forks = forks
+        self._lister = Lister(
+            root, max_file_bytes=max_file_bytes, exclude_env=exclude_env, exclude=exclude
+        )
+        self._reader = Reader(
+            root,
+            max_file_bytes=max_file_bytes,
+            put=put,
+            pack=pack,
+            put_packed=put_packed,
+            workers=workers,
+            on_progress=on_progress,
+        )
         self._old: dict[str, _Fast] = {}
         self._new: dict[str, _Fast] = {}
         self._detail_out: dict[str, bytes | None] = {}
         #: the folders whose detailed row was read whole (see ``_detail``)
         self._detail_read: set[str] = set()
-        self._large: list[str] = []
-        self._large_count = 0
-        self._unread: list[tuple[str, str]] = []
-        self._unread_count = 0
-        self._files = 0
-        self._hashed = 0
+        self._tally = Tally()
         self._changed_dirs = 0
         self._racy_ns = 0
-        self._index_sig = b"-"
-        self._on_progress = on_progress
-        self._pack = pack
-        self._put_packed = put_packed
-        self._workers = workers if pack is not None and put_packed is not None else 0
-        self._pool: ThreadPoolExecutor | None = None
-        #: a first snapshot's reads go to forked processes (see ``_readers.py``)
-        self._procs: ForkedReaders | None = None
-        self._fork_reads = False
         #: detailed cache rows read ahead, by folder (the folders a scan lists again)
         self._details: dict[str, bytes] = {}
         #: folders listed ahead of the walk (a first snapshot), with their listing
         self._listed: dict[str, _Listing] = {}
-        #: about how many bytes of files are being read and not yet taken by the walk
-        self._ahead_bytes = 0
-        self._ahead_of: dict[int, int] = {}
-        self._forks = forks
         #: the new cache starts as a copy of the old (a scan that lists a few folders)
         self._bulk = False
         #: with ``_bulk``: the folders whose entry was replaced, added or dropped
         self._touched: set[str] = set()
-        #: folder -> its detailed cache row and the reads handed to the pool, by name
-        self._reads: dict[str, tuple[dict[str, Any], dict[str, Future[list[Any]]]]] = {}
         #: the scan lists only the folders a watcher named (and the linked ones)
         self._hinted = False
         #: a hinted scan found a hard link made or removed: a file's other names may be
@@ -451,8 +258,9 @@ class Scanner:
         self._racy_ns = time.time_ns() - GRANULARITY_NS
         if self._cache is not None:
             self._old = self._cache.folders
+        reader = self._reader
         # Every file is read: in processes, where each has a core of its own.
-        self._fork_reads = not self._old and self._workers > 0 and self._forks > 0
+        reader.fork = not self._old and reader.workers > 0 and self._forks > 0
         try:
             st = os.lstat(self.root)
         except OSError as e:
@@ -462,7 +270,7 @@ class Scanner:
         if not stat.S_ISDIR(st.st_mode):
             raise ScanError(f"the workspace root is not a folder: {self.root}", path=self.root)
         rules = IgnoreRules.for_root(self.root, exclude_env=self.exclude_env)
-        key = self._root_key()
+        key = self._lister.root_key()
         revisit: set[str] | None = None
         try:
             if hint is not None:
@@ -474,7 +282,8 @@ class Scanner:
                     hinted.extend(rel for rel, fast in self._old.items() if fast[_USES_INDEX])
                 revisit = _with_parents(hinted)
             elif self._old:
-                revisit = _with_parents(self._dirty_dirs(rules, key))
+                checker = Checker(self._lister, self._old, self._forks)
+                revisit = _with_parents(checker.dirty_dirs(rules, key))
             if revisit:
                 # The detailed rows of the folders listed again, in one query.
                 self._details = self._dircache_get([d for d in revisit if d in self._old])
@@ -482,7 +291,7 @@ class Scanner:
             if revisit is not None and not revisit and "" in self._old:
                 tree_id = self._old[""][_TREE]
                 self._new = self._old
-                self._count_all()
+                self._tally = Tally(self._cache.sums() if self._cache is not None else None)
             else:
                 if revisit is not None and "" in self._old:
                     # Every folder not listed again is taken as it was: start from all
@@ -490,14 +299,14 @@ class Scanner:
                     self._bulk = True
                     self._new = dict(self._old)
                 tree_id = self._walk("", rules, key, False, revisit)
-                if self._bulk:
-                    self._count_bulk()
+                if self._bulk and self._cache is not None:
+                    self._tally = Tally.changed(self._cache, self._new, self._touched)
         except _Unreadable as e:
             raise ScanError(
                 f"cannot read the workspace root {self.root}: {e.reason}", path=self.root
             ) from e
         finally:
-            self._stop_pool()
+            reader.stop()
         cache: dict[str, bytes | None] | None = None
         if self._cache is None or self._cache.shards is None or self._new != self._old:
             if self._cache is None:
@@ -505,345 +314,23 @@ class Scanner:
             else:
                 made, cache = self._cache.derive(self._new, self._touched if self._bulk else None)
             # This scan's sums are the new cache's: the next scan need not add them up.
-            made.counts = (
-                self._files,
-                self._large_count,
-                tuple(self._large),
-                self._unread_count,
-                tuple(self._unread),
-            )
+            made.counts = self._tally.sums()
             for gone in self._old.keys() - self._new.keys():
                 self._detail_out[gone] = None
+        tally = self._tally
         return ScanResult(
             tree=tree_id,
-            files=self._files,
-            skipped=self._large[:SKIPPED_NAMED],
-            skipped_count=self._large_count,
-            unreadable=self._unread[:SKIPPED_NAMED],
-            unreadable_count=self._unread_count,
+            files=tally.files,
+            skipped=tally.large[:SKIPPED_NAMED],
+            skipped_count=tally.large_count,
+            unreadable=tally.unread[:SKIPPED_NAMED],
+            unreadable_count=tally.unread_count,
             duration_ms=int((time.monotonic() - t0) * 1000),
             changed_dirs=self._changed_dirs,
-            hashed_files=self._hashed,
+            hashed_files=reader.hashed,
             cache=cache,
             cache_rows=self._detail_out,
         )
-
-    def _root_key(self) -> bytes:
-        """Digest of what the root's rules depend on besides the ignore files in the tree.
-
-        ``info/exclude`` is named by its stat, so a change to it makes every folder decide
-        its ignores afresh. The index is not part of it: agents rewrite the index all the
-        time (``git add``, ``commit``, ``checkout``), and only folders with an ignored
-        entry consult it (see ``_index_sig``).
-        """
-        # The size limit decides what is kept: a folder cached under another limit is not
-        # as it would be scanned now.
-        parts = [b"env" if self.exclude_env else b"noenv", b"%d" % self.max_file_bytes]
-        gitdir = resolve_git_dir(self.root)
-        index_sig = b"-"
-        if gitdir is not None:
-            parts.append(_stat_sig(os.path.join(common_git_dir(gitdir), "info", "exclude")))
-            index_sig = _stat_sig(os.path.join(gitdir, "index"))
-        self._index_sig = index_sig
-        return _digest(*parts)
-
-    def _index(self) -> GitIndex | None:
-        if self._gitindex is False:
-            self._gitindex = GitIndex.load(self.root)
-        return self._gitindex  # type: ignore[return-value]
-
-    # -- the check pass --------------------------------------------------------------
-
-    def _dirty_dirs(self, rules: IgnoreRules, key: bytes) -> list[str]:
-        """Return the folders whose listing or stats differ from the cache (or are new)."""
-        top = self._list("", rules, key, False, self._old.get(""), keep=False)
-        dirty: list[str] = []
-        old = self._old.get("")
-        if old is None or old[_LISTING] != top.listing_key or old[_STAT] != top.stat_key:
-            dirty.append("")
-        jobs = [(name, top.rules, top.key, name in top.partial) for name, _m in top.subdirs]
-        forks = min(self._forks, len(jobs) - 1)
-        # A process with threads of its own (a server's) must not fork; the native module
-        # lists without the GIL, so threads share the pass there instead.
-        threads = forks >= 1 and not _can_fork() and _native_list is not None
-        if forks < 1 or not (threads or _can_fork()):
-            for job in jobs:
-                self._check(*job, dirty)
-            return dirty
-        # Balance by the size of each subtree in the cache (its folders and files).
-        weight: dict[str, int] = {}
-        for d, fast in self._old.items():
-            head = d.split("/", 1)[0]
-            weight[head] = weight.get(head, 0) + 1 + fast[_FILES]
-        parts: list[list[tuple[str, IgnoreRules, bytes, bool]]] = [[] for _ in range(forks + 1)]
-        load = [0] * (forks + 1)
-        for job in sorted(jobs, key=lambda j: -weight.get(j[0], 1)):
-            side = load.index(min(load))
-            parts[side].append(job)
-            load[side] += weight.get(job[0], 1)
-        if threads:
-            found = self._thread_check(parts, dirty)
-        else:
-            workers = [self._fork_check(part) for part in parts[1:]]
-            try:
-                for job in parts[0]:
-                    self._check(*job, dirty)
-            finally:
-                found = [self._join_check(pid, rfd) for pid, rfd in workers]
-        for part, theirs in zip(parts[1:], found, strict=True):
-            if theirs is None:
-                # The worker failed (a folder vanished under it, say): check its part here.
-                theirs = []
-                for job in part:
-                    self._check(*job, theirs)
-            dirty.extend(theirs)
-        return dirty
-
-    def _thread_check(
-        self, parts: list[list[tuple[str, IgnoreRules, bytes, bool]]], dirty: list[str]
-    ) -> list[list[str] | None]:
-        """Check ``parts[0]`` here and each other part on a thread; return what each found.
-
-        None for a part whose thread failed (the caller checks it again here).
-        """
-        import threading
-
-        found: list[list[str] | None] = [None] * (len(parts) - 1)
-
-        def check(i: int) -> None:
-            mine: list[str] = []
-            try:
-                for job in parts[i + 1]:
-                    self._check(*job, mine)
-            except BaseException:  # noqa: BLE001 - reported as None: checked again here
-                return
-            found[i] = mine
-
-        workers = [
-            threading.Thread(target=check, args=(i,), name=f"takeback-check-{i}")
-            for i in range(len(parts) - 1)
-        ]
-        for t in workers:
-            t.start()
-        try:
-            for job in parts[0]:
-                self._check(*job, dirty)
-        finally:
-            for t in workers:
-                t.join()
-        return found
-
-    def _fork_check(self, jobs: list[tuple[str, IgnoreRules, bytes, bool]]) -> tuple[int, int]:
-        """Check some top-level folders in a forked worker; return its pid and pipe."""
-        rfd, wfd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the worker, reported through the pipe
-            code = 0
-            try:
-                os.close(rfd)
-                found: list[str] = []
-                for job in jobs:
-                    self._check(*job, found)
-                payload = marshal.dumps(found)
-            except BaseException:
-                payload = marshal.dumps(None)
-                code = 1
-            try:
-                write_all(wfd, payload)
-            finally:
-                os._exit(code)
-        os.close(wfd)
-        return pid, rfd
-
-    @staticmethod
-    def _join_check(pid: int, rfd: int) -> list[str] | None:
-        """Read what a worker found and reap it (None: it failed)."""
-        chunks = []
-        with os.fdopen(rfd, "rb") as r:
-            while chunk := r.read(1 << 20):
-                chunks.append(chunk)
-        os.waitpid(pid, 0)
-        found = marshal.loads(b"".join(chunks)) if chunks else None
-        return found if isinstance(found, list) else None
-
-    def _check(
-        self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, dirty: list[str]
-    ) -> None:
-        old = self._old.get(rel)
-        try:
-            got = self._list(rel, rules, key, excluded, old, keep=False)
-        except _Unreadable:
-            dirty.append(rel)  # never cached: its parent names it again
-            return
-        if old is None or old[_LISTING] != got.listing_key or old[_STAT] != got.stat_key:
-            dirty.append(rel)
-        prefix = rel + "/"
-        for name, _mode in got.subdirs:
-            self._check(prefix + name, got.rules, got.key, excluded or name in got.partial, dirty)
-
-    # -- one folder ------------------------------------------------------------------
-
-    def _list(
-        self,
-        rel: str,
-        rules: IgnoreRules,
-        key: bytes,
-        excluded: bool,
-        old: _Fast | None,
-        *,
-        keep: bool = True,
-    ) -> _Listing:
-        """List one folder: its rules, what is in scope, and the digests of both.
-
-        ``keep`` False leaves the files' stats out of the result (the check pass needs
-        only the digests and the subfolders). The native module lists the folder when
-        there is one; the Python listing below otherwise, or when it hands one back.
-        """
-        absdir = os.path.join(self.root, rel) if rel else self.root
-        if _native_list is not None:
-            try:
-                listed = _native_list(absdir, stats=keep)
-            except OSError:
-                listed = None  # listed below, which says why (or that it is gone)
-            if listed is not None:
-                names, kinds_blob, sigs_blob, subdirs, files = listed
-                folders = {name for name, _perm in subdirs}
-                scope = self._scope(
-                    rel,
-                    absdir,
-                    names,
-                    lambda: [n + "/" if n in folders else n for n in names],
-                    kinds_blob,
-                    rules,
-                    key,
-                    excluded,
-                    old,
-                )
-                skip = scope[3]
-                if skip:
-                    sigs_blob = _without(sigs_blob, skip)
-                    subdirs = [d for d in subdirs if d[0] not in skip]
-                kept: list[tuple[str, _StatFields]] = [
-                    (f[0], _Stat(*f[1:])) for f in files or () if not skip or f[0] not in skip
-                ]
-                return _Listing(*scope, _digest(scope[1], sigs_blob), kept, subdirs, [])
-        # Names from listdir and stats by lstat relative to the folder's handle: no
-        # DirEntry objects to make, and a folder swapped for a symlink is not followed.
-        try:
-            fd = os.open(absdir, _DIR_FLAGS)
-        except (FileNotFoundError, NotADirectoryError):
-            fd = -1
-        except OSError as e:
-            if e.errno != errno.ELOOP:
-                raise _Unreadable(_why(e)) from e
-            fd = -1  # a symlink now: not a folder any more, as if gone
-        names = []
-        stats: list[os.stat_result | OSError] = []
-        if fd >= 0:
-            try:
-                listed_names = os.listdir(fd)
-                lstat = os.lstat
-                for name in listed_names:
-                    try:
-                        stats.append(lstat(name, dir_fd=fd))
-                    except FileNotFoundError:
-                        continue  # gone since the listing
-                    except OSError as e:
-                        stats.append(e)
-                    names.append(name)
-            except OSError as e:
-                raise _Unreadable(_why(e)) from e
-            finally:
-                os.close(fd)
-        # The listing names each entry with its kind: a file that becomes a folder of the
-        # same name must be decided again (a "build/" pattern matches only the folder).
-        kinds = [
-            n + "/" if not isinstance(st, OSError) and st.st_mode & 0o170000 == 0o040000 else n
-            for n, st in zip(names, stats, strict=True)
-        ]
-        scope = self._scope(
-            rel,
-            absdir,
-            names,
-            lambda: kinds,
-            os.fsencode("\0".join(kinds)),
-            rules,
-            key,
-            excluded,
-            old,
-        )
-        skip = scope[3]
-        # The stat key's input, entry by entry, as the native module builds it.
-        sigs: list[bytes] = []
-        kept = []
-        subdirs = []
-        unreadable: list[tuple[str, str]] = []
-        fsencode = os.fsencode
-        for name, st in zip(names, stats, strict=True):
-            if skip and name in skip:
-                continue
-            if isinstance(st, OSError):
-                if st.errno != errno.ENAMETOOLONG:
-                    # Listed but not searchable (read without execute permission): the
-                    # folder as a whole is what cannot be read.
-                    raise _Unreadable(_why(st)) from st
-                unreadable.append((name, _why(st)))
-                sigs.append(fsencode(name) + b"\0!" + _why(st).encode() + b"\0")
-                continue
-            m = st.st_mode
-            fmt = m & 0o170000
-            if fmt == 0o040000:
-                subdirs.append((name, m & 0o7777))
-                sigs.append(fsencode(name) + b"\0d" + _DIR_SIG.pack(m))
-            elif fmt == 0o100000 or fmt == 0o120000:
-                if keep:
-                    kept.append((name, st))
-                fields = (m, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-                try:
-                    sigs.append(fsencode(name) + b"\0f" + _FILE_SIG.pack(*fields))
-                except struct.error:
-                    # A time past 2262 (or before 1678) does not fit in 64 bits: the same
-                    # fields, written out whole (the native module hands such a folder here).
-                    sigs.append(fsencode(name) + b"\0F" + b"%d %d %d %d %d\0" % fields)
-        stat_key = _digest(scope[1], b"".join(sigs))
-        return _Listing(*scope, stat_key, kept, subdirs, unreadable)
-
-    def _scope(
-        self,
-        rel: str,
-        absdir: str,
-        names: list[str],
-        kinds: Callable[[], list[str]],
-        kinds_blob: bytes,
-        rules: IgnoreRules,
-        key: bytes,
-        excluded: bool,
-        old: _Fast | None,
-    ) -> tuple[IgnoreRules, bytes, bytes, tuple[str, ...], tuple[str, ...], bool]:
-        """Return a listed folder's rules, key, listing key, and what it leaves out.
-
-        ``kinds_blob`` is the names joined by NUL, each folder's followed by ``/``;
-        ``kinds`` gives them as a list, wanted only when the decisions are made afresh.
-        Returns (rules, key, listing key, skip, partial, uses_index).
-        """
-        if ".gitignore" in names or ".takebackignore" in names:
-            gi = self._read_small(absdir, ".gitignore") if ".gitignore" in names else None
-            ti = self._read_small(absdir, ".takebackignore") if ".takebackignore" in names else None
-            rules = rules.descend(rel, gi, ti)
-            key = _digest(key, os.fsencode(rel), gi or b"-", ti or b"-")
-        base_key = _digest(key, b"x" if excluded else b"", kinds_blob)
-        # A folder whose decisions consulted git's index (it has an ignored entry, which
-        # stays in scope if git tracks it) also depends on the index; others do not.
-        if old is not None and old[_USES_INDEX]:
-            listing_key = _digest(base_key, self._index_sig)
-        else:
-            listing_key = base_key
-        if old is not None and old[_LISTING] == listing_key:
-            skip, partial, uses_index = old[_SKIP], old[_PARTIAL], old[_USES_INDEX]
-        else:
-            skip, partial, uses_index = self._decide(rel, names, kinds(), rules, excluded)
-            listing_key = _digest(base_key, self._index_sig) if uses_index else base_key
-        return rules, key, listing_key, skip, partial, uses_index
 
     def _walk(
         self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, revisit: set[str] | None
@@ -853,15 +340,16 @@ class Scanner:
             if not self._bulk:
                 self._keep_subtree(rel)
             return str(old[_TREE])
-        got = self._listed.pop(rel, None) or self._list(rel, rules, key, excluded, old)
+        got = self._listed.pop(rel, None) or self._lister.listing(rel, rules, key, excluded, old)
+        reader = self._reader
         if (
-            self._workers
-            and rel not in self._reads
+            reader.workers
+            and not reader.started(rel)
             and (old is None or old[_STAT] != got.stat_key or old[_LISTING] != got.listing_key)
         ):
-            self._start_reads(rel, got, old)
+            reader.start(rel, self._detail(rel, old), got.kept)
         prefix = rel + "/" if rel else ""
-        if self._fork_reads:
+        if reader.fork:
             self._read_ahead(prefix, got, excluded)
         ids: list[str] = []
         closed: dict[str, str] = {}
@@ -889,7 +377,7 @@ class Scanner:
         ):
             self._new[rel] = old
             if not self._bulk:
-                self._count(old[_FILES], old[_LARGE], old[_UNREAD])
+                self._tally.add(old[_FILES], old[_LARGE], old[_UNREAD])
             return str(old[_TREE])
         return self._rebuild(rel, got, names, children, old, closed)
 
@@ -900,20 +388,21 @@ class Scanner:
         folder without subfolders right after listing it. With its siblings' reads
         already started, the readers always have work while it waits.
         """
+        reader = self._reader
         for name, _mode in got.subdirs:
-            if self._ahead_bytes > _AHEAD_BYTES:
+            if reader.saturated():
                 return  # enough in flight: the rest are listed as the walk comes to them
             child = prefix + name
             if child in self._old or child in self._listed:
                 continue
             try:
-                listed = self._list(
+                listed = self._lister.listing(
                     child, got.rules, got.key, excluded or name in got.partial, None
                 )
             except _Unreadable:
                 continue  # the walk lists it again, and names it for why
             self._listed[child] = listed
-            self._start_reads(child, listed, None)
+            reader.start(child, {}, listed.kept)
 
     def _rebuild(
         self,
@@ -926,11 +415,11 @@ class Scanner:
     ) -> str:
         self._changed_dirs += 1
         prefix = rel + "/" if rel else ""
-        started = self._reads.pop(rel, None)
+        reader = self._reader
+        started = reader.take(rel)
         loaded: dict[str, Any] = {}
         if started is not None:
-            detail, futures = started
-            loaded = self._collect(futures)
+            detail, loaded = started
         else:
             detail = self._detail(rel, old)
         tree: Tree = {}
@@ -959,9 +448,9 @@ class Scanner:
                 prev = cached[1][2].hex() if cached is not None and cached[1][2] else None
                 try:
                     if name in loaded:
-                        found = self._stored(loaded[name], prev)
+                        found = reader.stored(loaded[name], prev)
                     else:
-                        found = self._read_entry(prefix + name, st, prev)
+                        found = reader.read_entry(prefix + name, st, prev)
                 except _Unreadable as e:
                     # Never trusted from the cache: the next scan tries it again.
                     tree[name] = Entry(UNREADABLE, stat.S_IMODE(st.st_mode), "", st.st_size)
@@ -1034,10 +523,8 @@ class Scanner:
         if self._bulk:
             self._touched.add(rel)
         else:
-            self._count(files, tuple(large), tuple(unread))
+            self._tally.add(files, tuple(large), tuple(unread))
         return tree_id
-
-    # -- reading files on the pool ----------------------------------------------------
 
     def _detail(self, rel: str, old: _Fast | None) -> dict[str, Any]:
         """Return a folder's detailed cache row (name -> stat and entry), or {}."""
@@ -1057,225 +544,6 @@ class Scanner:
             return detail
         return {}
 
-    def _start_reads(self, rel: str, got: _Listing, old: _Fast | None) -> None:
-        """Hand the pool the files of a folder that its cache does not vouch for."""
-        detail = self._detail(rel, old)
-        prefix = rel + "/" if rel else ""
-        todo: list[tuple[str, str, _StatFields, bool]] = []
-        for name, st in got.kept:
-            cached = detail.get(name)
-            if cached is not None and cached[0] == (
-                st.st_mode,
-                st.st_size,
-                st.st_mtime_ns,
-                st.st_ctime_ns,
-                st.st_ino,
-            ):
-                continue
-            # A file with an earlier version is stored as a delta, from this thread.
-            delta = cached is not None and bool(cached[1][2])
-            todo.append((name, prefix + name, st, delta))
-        futures: dict[str, Future[list[Any]]] = {}
-        if todo:
-            if self._pool is None and self._procs is None:
-                self._start_pool()
-            chunk: list[tuple[str, str, _StatFields, bool]] = []
-            size = 0
-            for item in todo:
-                chunk.append(item)
-                size += item[2].st_size
-                if len(chunk) >= _CHUNK_FILES or size >= _CHUNK_BYTES:
-                    self._submit(chunk, futures)
-                    chunk, size = [], 0
-            if chunk:
-                self._submit(chunk, futures)
-        self._reads[rel] = (detail, futures)
-
-    def _start_pool(self) -> None:
-        """Start the readers: forked processes for a first snapshot, else threads."""
-        if self._fork_reads and _can_fork():
-            from ._readers import ForkedReaders
-
-            self._procs = ForkedReaders(self._workers, self._load_sent)
-            return
-        from concurrent.futures import ThreadPoolExecutor  # and logging: only when used
-
-        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="takeback-read")
-
-    def _submit(
-        self,
-        chunk: list[tuple[str, str, _StatFields, bool]],
-        futures: dict[str, Future[list[Any]]],
-    ) -> None:
-        if self._procs is not None:
-            sent = [(name, rel, _stat_fields(st), delta) for name, rel, st, delta in chunk]
-            fut = self._procs.submit(sent)
-        else:
-            assert self._pool is not None
-            fut = self._pool.submit(self._load_many, chunk)
-        for name, _rel, _st, _delta in chunk:
-            futures[name] = fut
-        size = sum(st.st_size for _n, _r, st, _d in chunk)
-        self._ahead_bytes += size
-        self._ahead_of[id(fut)] = size
-
-    def _load_sent(self, chunk: list[tuple[str, str, tuple[int, ...], bool]]) -> list[Any]:
-        """What a reader process does with a chunk: ``_load_many``, in what marshal carries."""
-        items: list[tuple[str, str, _StatFields, bool]] = [
-            (name, rel, _Stat(*st), delta) for name, rel, st, delta in chunk
-        ]
-        out = []
-        for name, res in self._load_many(items):
-            out.append(
-                (name, (_UNREADABLE_MARK, res.reason) if isinstance(res, _Unreadable) else res)
-            )
-        return out
-
-    def _load_many(self, chunk: list[tuple[str, str, _StatFields, bool]]) -> list[Any]:
-        """Read, hash and compress some files (on a pool thread); one result each."""
-        assert self._pack is not None
-        out: list[Any] = []
-        for name, rel, st, delta in chunk:
-            try:
-                got = self._load(rel, st)
-            except _Unreadable as e:
-                out.append((name, e))
-                continue
-            if got is None:
-                out.append((name, None))
-                continue
-            kind, mode, size, sig, data = got
-            if data is None:
-                out.append((name, (kind, mode, size, sig, "", None, None)))
-                continue
-            oid = hashlib.sha256(data).hexdigest()
-            if delta:
-                out.append((name, (kind, mode, size, sig, oid, None, data)))
-            else:
-                out.append((name, (kind, mode, size, sig, oid, self._pack(data), None)))
-        return out
-
-    def _collect(self, futures: dict[str, Future[list[Any]]]) -> dict[str, Any]:
-        """Wait for a folder's reads; store what they packed, as one batch."""
-        loaded: dict[str, Any] = {}
-        batch: list[tuple[str, str, int, bytes]] = []
-        seen: set[int] = set()
-        for fut in futures.values():
-            if id(fut) in seen:
-                continue
-            seen.add(id(fut))
-            try:
-                results = fut.result()
-                self._ahead_bytes -= self._ahead_of.pop(id(fut), 0)
-            except RuntimeError as e:
-                if self._procs is None:
-                    raise
-                # A reader process died (killed, out of memory) or failed.
-                raise ScanError(
-                    f"cannot read the workspace {self.root}: {e}", path=self.root
-                ) from e
-            for name, res in results:
-                if isinstance(res, tuple) and len(res) == 2 and res[0] == _UNREADABLE_MARK:
-                    res = _Unreadable(res[1])
-                loaded[name] = res
-                if isinstance(res, tuple) and res[5] is not None:
-                    batch.append(("blob", res[4], res[2], res[5]))
-        if batch:
-            assert self._put_packed is not None
-            self._put_packed(batch)
-        return loaded
-
-    def _stored(
-        self, res: _Loaded | _Unreadable | None, base: str | None
-    ) -> tuple[Entry, tuple[int, ...]] | None:
-        """Return the entry of a file the pool read (its object is stored by now)."""
-        if res is None:
-            return None
-        if isinstance(res, _Unreadable):
-            raise res
-        kind, mode, size, sig, oid, packed, data = res
-        if kind == LARGE:
-            return Entry(LARGE, mode, "", size), sig
-        self._read_one()
-        if data is not None:
-            oid = self._put("blob", data, oid, base if kind == FILE else None)
-        return Entry(kind, mode, oid, size), sig
-
-    def _stop_pool(self) -> None:
-        # Threads left running would keep a later scan in this process from forking.
-        if self._pool is not None:
-            for _detail, futures in self._reads.values():
-                for fut in futures.values():
-                    fut.cancel()
-            self._pool.shutdown(wait=True)
-            self._pool = None
-        if self._procs is not None:
-            # Reads still owed (the scan failed): the processes are killed, not waited for.
-            owed = any(not f.done() for _d, fs in self._reads.values() for f in fs.values())
-            self._procs.close(kill=owed)
-            self._procs = None
-        self._reads.clear()
-
-    def _read_one(self) -> None:
-        self._hashed += 1
-        if self._on_progress is not None and self._hashed % 500 == 0:
-            self._on_progress(self._hashed)
-
-    def _count(
-        self, files: int, large: tuple[str, ...], unread: tuple[tuple[str, str], ...]
-    ) -> None:
-        self._files += files
-        self._large_count += len(large)
-        room = SKIPPED_NAMED - len(self._large)
-        if room > 0 and large:
-            self._large.extend(large[:room])
-        self._unread_count += len(unread)
-        room = SKIPPED_NAMED - len(self._unread)
-        if room > 0 and unread:
-            self._unread.extend(unread[:room])
-
-    def _count_all(self) -> None:
-        """Count the old cache's folders: what a scan that listed nothing again found."""
-        self._files, self._large_count, large, self._unread_count, unread = self._old_counts()
-        self._large, self._unread = list(large), list(unread)
-
-    def _old_counts(self) -> tuple[Any, ...]:
-        """Sum the old cache's folders (kept with the decoded cache: summed once)."""
-        if self._cache is not None and self._cache.counts is not None:
-            return self._cache.counts
-        files = n_large = n_unread = 0
-        large: list[str] = []
-        unread: list[tuple[str, str]] = []
-        for fast in self._old.values():
-            files += fast[_FILES]
-            n_large += len(fast[_LARGE])
-            n_unread += len(fast[_UNREAD])
-            if fast[_LARGE] and len(large) < SKIPPED_NAMED:
-                large.extend(fast[_LARGE][: SKIPPED_NAMED - len(large)])
-            if fast[_UNREAD] and len(unread) < SKIPPED_NAMED:
-                unread.extend(fast[_UNREAD][: SKIPPED_NAMED - len(unread)])
-        counts = (files, n_large, tuple(large), n_unread, tuple(unread))
-        if self._cache is not None:
-            self._cache.counts = counts
-        return counts
-
-    def _count_bulk(self) -> None:
-        """Count a scan that started from the old cache: the old sums, with what changed."""
-        files, n_large, _large, n_unread, _unread = self._old_counts()
-        for rel in self._touched:
-            was, now = self._old.get(rel), self._new.get(rel)
-            for fast, sign in ((was, -1), (now, 1)):
-                if fast is not None:
-                    files += sign * fast[_FILES]
-                    n_large += sign * len(fast[_LARGE])
-                    n_unread += sign * len(fast[_UNREAD])
-        if n_large or n_unread:
-            # Paths to name: found where they are, in the cache's order.
-            for fast in self._new.values():
-                self._count(fast[_FILES], fast[_LARGE], fast[_UNREAD])
-        else:
-            self._files = files
-
     def _drop_subtree(self, rel: str) -> None:
         """Drop a folder that went away (and everything below) from the new cache."""
         fast = self._old.get(rel)
@@ -1293,123 +561,7 @@ class Scanner:
         if fast is None or rel in self._new:
             return
         self._new[rel] = fast
-        self._count(fast[_FILES], fast[_LARGE], fast[_UNREAD])
+        self._tally.add(fast[_FILES], fast[_LARGE], fast[_UNREAD])
         prefix = rel + "/" if rel else ""
         for name in fast[_NAMES]:
             self._keep_subtree(prefix + name)
-
-    def _decide(
-        self, rel: str, names: list[str], kinds: list[str], rules: IgnoreRules, excluded: bool
-    ) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
-        """Return the names a folder leaves out, and its ignored folders git tracks files in.
-
-        Left out: what the ignore rules match (unless git tracks it), ``.git``, our own
-        temporary files, and the store. A folder the rules match but that holds tracked
-        files is walked with every entry ignored but the tracked ones (git's rule that a
-        tracked file is never ignored).
-        """
-        prefix = rel + "/" if rel else ""
-        skip: list[str] = []
-        partial: list[str] = []
-        uses_index = False
-        for name, kind in zip(names, kinds, strict=True):
-            path = prefix + name
-            if name == ".git" or name.startswith(TMP_PREFIX) or path in self._exclude:
-                skip.append(name)
-                continue
-            is_dir = kind.endswith("/")
-            if excluded or rules.ignored(path, is_dir):
-                uses_index = True
-                index = self._index()
-                if index is not None:
-                    if is_dir and index.has_tracked_under(path):
-                        partial.append(name)
-                        continue
-                    if not is_dir and index.is_tracked(path):
-                        continue
-                skip.append(name)
-        return tuple(skip), tuple(partial), uses_index
-
-    @staticmethod
-    def _read_small(folder: str, name: str) -> bytes | None:
-        # Not through a symlink (as git reads in-tree ignore files), never from a FIFO.
-        return read_regular(os.path.join(folder, name), limit=1 << 20)
-
-    # -- one file --------------------------------------------------------------------
-
-    def _read_entry(
-        self, rel: str, st: _StatFields, base: str | None = None
-    ) -> tuple[Entry, tuple[int, ...]] | None:
-        """Hash (and store) a file or symlink; None if it vanished.
-
-        Raises:
-            _Unreadable: it cannot be read (no permission, an I/O error).
-        """
-        got = self._load(rel, st)
-        if got is None:
-            return None
-        kind, mode, size, sig, data = got
-        if data is None:
-            return Entry(kind, mode, "", size), sig
-        self._read_one()
-        oid = self._put("blob", data, None, base if kind == FILE else None)
-        return Entry(kind, mode, oid, size), sig
-
-    def _load(
-        self, rel: str, st: _StatFields
-    ) -> tuple[str, int, int, tuple[int, ...], bytes | None] | None:
-        """Read a file or symlink (safe on any thread); None if it vanished.
-
-        Returns:
-            Its kind (``LARGE`` for a file over the limit, whose bytes are not read),
-            mode, size, the stat it was read at and its bytes.
-
-        Raises:
-            _Unreadable: it cannot be read (no permission, an I/O error).
-        """
-        path = os.path.join(self.root, rel)
-        sig: tuple[int, ...] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        if stat.S_ISLNK(st.st_mode):
-            try:
-                target = os.fsencode(os.readlink(path))
-            except FileNotFoundError:
-                return None
-            except OSError as e:
-                raise _Unreadable(_why(e)) from e
-            return LINK, 0o777, len(target), sig, target
-        mode = stat.S_IMODE(st.st_mode)
-        if st.st_size > self.max_file_bytes:
-            return LARGE, mode, st.st_size, sig, None
-        for _attempt in range(3):
-            try:
-                got = open_regular(path)
-            except FileNotFoundError:
-                return None
-            except OSError as e:
-                if e.errno == errno.ELOOP:  # it became a symlink since the listing
-                    try:
-                        st = os.lstat(path)
-                    except FileNotFoundError:
-                        return None
-                    return self._load(rel, st)
-                raise _Unreadable(_why(e)) from e
-            if got is None:
-                return None  # no longer a file (a FIFO or a folder now): not kept
-            fd = got[0]
-            try:
-                data = _read_all(fd, got[1].st_size)
-                after = os.fstat(fd)
-            except OSError as e:
-                raise _Unreadable(_why(e)) from e
-            finally:
-                os.close(fd)
-            sig = (after.st_mode, after.st_size, after.st_mtime_ns, after.st_ctime_ns, after.st_ino)
-            if len(data) == after.st_size and after.st_mtime_ns == st.st_mtime_ns:
-                break
-            # It changed while we read it: take it again, and if it keeps changing keep the
-            # last read with its stat, which the race rule will not trust next time.
-            st = after
-        mode = stat.S_IMODE(sig[0])
-        if len(data) > self.max_file_bytes:
-            return LARGE, mode, len(data), sig, None
-        return FILE, mode, len(data), sig, data
