@@ -568,6 +568,23 @@ def test_raising_the_size_limit_keeps_a_file_skipped_before(tb: CLI, ws_dir: Pat
     assert tb("show", f"{sid}:big.txt").stdout == "x" * 500
 
 
+def test_a_changed_size_limit_applies_to_files_the_cache_holds(tb: CLI, ws_dir: Path) -> None:
+    """A file cached (not racy: written over a second before) under one limit is judged
+    by the next scan's limit: raised, it is read and kept; lowered, it is skipped. (The
+    cache's row was trusted by its stat alone, so the first scan's verdict stood.)"""
+    import time
+
+    (ws_dir / "big.txt").write_text("x" * 500)
+    time.sleep(1.2)  # no longer racy: the first scan caches its row
+    first = json.loads(tb("snapshot", "--json", "--max-file-bytes", "100").stdout)
+    assert first["skipped"] == ["big.txt"]
+    raised = json.loads(tb("snapshot", "--json").stdout)
+    assert raised["skipped"] == []
+    assert tb("show", f"{raised['id']}:big.txt").stdout == "x" * 500
+    lowered = json.loads(tb("snapshot", "--json", "--max-file-bytes", "100").stdout)
+    assert lowered["skipped"] == ["big.txt"]
+
+
 def test_non_utf8_names_and_very_deep_folders(tb: CLI, ws_dir: Path) -> None:
     odd = os.fsencode(str(ws_dir)) + b"/dir \xff\xfe"
     os.makedirs(odd)

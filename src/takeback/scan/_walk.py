@@ -45,7 +45,7 @@ from typing import Any
 
 from .._fs import allow_deep_trees
 from ..errors import ScanError
-from ..model import DIR, LARGE, UNREADABLE, Entry, Tree, encode_tree
+from ..model import DIR, FILE, LARGE, UNREADABLE, Entry, Tree, encode_tree
 from ._cache import (
     _FILES,
     _IDS,
@@ -404,6 +404,15 @@ class Scanner:
             self._listed[child] = listed
             reader.start(child, {}, listed.kept)
 
+    def _within_limit(self, row: tuple[Any, ...]) -> bool:
+        """Whether a cached row's kind agrees with this scan's size limit."""
+        kind, size = row[0], row[3]
+        if kind == LARGE:
+            return bool(size > self.max_file_bytes)
+        if kind == FILE:
+            return bool(size <= self.max_file_bytes)
+        return True
+
     def _rebuild(
         self,
         rel: str,
@@ -438,8 +447,13 @@ class Scanner:
             )
             cached = detail.get(name)
             entry: Entry | None
-            # The cache's row, when the file is as that row says.
-            vouched = cached if cached is not None and cached[0] == sig else None
+            # The cache's row, when the file is as that row says, and the row's verdict on
+            # its size is this scan's (the limit may have changed since).
+            vouched = (
+                cached
+                if cached is not None and cached[0] == sig and self._within_limit(cached[1])
+                else None
+            )
             if vouched is not None:
                 kind, mode, raw, size = vouched[1]
                 entry = Entry(kind, mode, raw.hex(), size)
