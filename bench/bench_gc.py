@@ -12,7 +12,10 @@
 2. Time. The same on ``--big-files`` files (default 100,000) with ``--big-steps`` steps:
    the real ``takeback gc --keep-turns 50 --keep-days 0`` (a subprocess, wall clock)
    against the real ``takeback snapshot`` after 10 files changed (median of 3). Target:
-   gc under 5 snapshots.
+   gc under 5 snapshots. gc holds the store's exclusive lock (which every snapshot
+   waits for) in slices; the longest single hold is reported (``longest_lock_ms`` of
+   ``gc --json``; a gc from before slices held it once, ``locked_ms``). Target: at most
+   1 s at a time.
 
 The steps are recorded through the library, not the command line (a thousand command
 runs would take most of an hour): each is a turn (``begin_turn``), a step row, a scan
@@ -200,6 +203,9 @@ def time_part(base: Path, files: int, steps: int, changed: int) -> dict[str, Any
         "snapshot_s": round(median(snaps), 3),
         "gc_s": round(gc_s, 3),
         "gc_locked_ms": r["locked_ms"],
+        # A gc that held the lock once (before slices) says only ``locked_ms``.
+        "gc_longest_lock_ms": r.get("longest_lock_ms", r["locked_ms"]),
+        "gc_lock_slices": r.get("lock_slices", 1),
         "gc_in_snapshots": round(gc_s / median(snaps), 2),
         "removed": r["removed"],
         "size_before": size_before,
@@ -233,7 +239,9 @@ def print_time(t: dict[str, Any]) -> None:
         f"  one snapshot (10 files changed):  {fmt_s(t['snapshot_s'])}",
         f"  gc --keep-turns 50 --keep-days 0: {fmt_s(t['gc_s'])}"
         f" ({t['gc_in_snapshots']}x a snapshot, target under 5: {ok});"
-        f" the lock was held {t['gc_locked_ms']} ms",
+        f" the exclusive lock was held {t['gc_longest_lock_ms']} ms at most at a time,"
+        f" {t['gc_locked_ms']} ms in all ({t['gc_lock_slices']} holds; target <= 1,000 ms"
+        f" at a time: {'PASS' if t['gc_longest_lock_ms'] <= 1000 else 'FAIL'})",
         f"  store {fmt_bytes(t['size_before'])} -> {fmt_bytes(t['size_after'])}",
     ]
     print("\n".join(lines), file=sys.stderr)
