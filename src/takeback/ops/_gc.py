@@ -50,7 +50,9 @@ leaves a store that passes fsck and has lost nothing kept):
    now, then a re-mark, then the history rows go in one transaction (what refers first,
    then snapshots).
 4. Exclusive slices, each deleting batches for about ``SLICE_SECONDS`` (then the lock is
-   let go so that waiting snapshots run). Each slice first re-marks: every snapshot, kept
+   let go so that waiting snapshots run). Before each slice (and before step 3), a
+   re-mark under the shared lock takes in most of what was recorded meanwhile, so that
+   the slice's own finds little. Each slice first re-marks: every snapshot, kept
    state and op now in the store, and the scan cache when its token changed (only the
    rows not read before), walking only from trees not marked already (a marked tree's
    subtrees and blobs are marked with it). An object reached again (a snapshot that
@@ -736,7 +738,10 @@ class _Sweep:
         self.kept_again = 0
 
     def remark(self, drop: GcPlan | None) -> None:
-        """Mark what the store's rows and scan cache reach now (under the exclusive lock).
+        """Mark what the store's rows and scan cache reach now.
+
+        Under the shared lock (snapshots going on), it marks most of what they added;
+        then under the exclusive lock, before anything is deleted, the rest.
 
         Args:
             drop: the history rows about to be deleted (their reach is not marked), or
@@ -906,6 +911,10 @@ def gc(
             _keep_bases(failed, p.index, p)
     sweep = _Sweep(store, p)
     step("history")
+    # What was recorded during the mark is marked under the shared lock too, so that the
+    # slice's own re-mark finds little (only what came between the two).
+    with store.lock(exclusive=False):
+        sweep.remark(p)
     with holds.exclusive():
         # The history as it is now: snapshots, turns and ops recorded since the mark
         # count, and the rows a kept one names stay.
@@ -924,6 +933,8 @@ def gc(
     step("objects")
     done = not sweep.doomed
     while not done:
+        with store.lock(exclusive=False):
+            sweep.remark(None)
         with holds.exclusive() as began:
             sweep.remark(None)
             done = sweep.delete(began + SLICE_SECONDS)
