@@ -59,6 +59,7 @@ from _tree import (  # noqa: E402
     log,
     median,
     restore_pristine,
+    write_markdown,
 )
 
 import takeback  # noqa: E402
@@ -216,7 +217,7 @@ def time_part(base: Path, files: int, steps: int, changed: int) -> dict[str, Any
     return out
 
 
-def print_size(s: dict[str, Any]) -> None:
+def print_size(s: dict[str, Any]) -> str:
     ok = "PASS" if s["ratio_keep_50_to_50"] <= 1.5 else "FAIL"
     lines = [
         f"size, {s['files']:,} files, {s['steps']} steps of {s['changed']} files:",
@@ -230,9 +231,10 @@ def print_size(s: dict[str, Any]) -> None:
         f"  that gc took {fmt_s(s['gc_keep_50_s'])}; fsck --read-data exit {s['fsck_exit']}",
     ]
     print("\n".join(lines), file=sys.stderr)
+    return "\n".join(lines) + "\n"
 
 
-def print_time(t: dict[str, Any]) -> None:
+def print_time(t: dict[str, Any]) -> str:
     ok = "PASS" if t["gc_in_snapshots"] < 5 else "FAIL"
     lines = [
         f"time, {t['files']:,} files, {t['steps']} steps:",
@@ -245,6 +247,7 @@ def print_time(t: dict[str, Any]) -> None:
         f"  store {fmt_bytes(t['size_before'])} -> {fmt_bytes(t['size_after'])}",
     ]
     print("\n".join(lines), file=sys.stderr)
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
@@ -256,21 +259,26 @@ def main() -> int:
     p.add_argument("--big-steps", type=int, default=1_000)
     p.add_argument("--base", default="/tmp/takeback-bench-gc")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--markdown", default=None, metavar="FILE", help="also write the report here")
     a = p.parse_args()
     base = Path(a.base).resolve()
     figures: dict[str, object] = {"load_before": os.getloadavg()[0]}
+    report = ""
     with bench_lock(base):
         if a.files:
             s = size_part(base, a.files, a.steps, a.changed)
             figures["size"] = s
-            print_size(s)
+            report += print_size(s)
         if a.big_files:
             t = time_part(base, a.big_files, a.big_steps, a.changed)
             figures["time"] = t
-            print_time(t)
+            report += print_time(t)
     figures["load_after"] = os.getloadavg()[0]
     if a.json:
         print(json.dumps(figures, indent=2))
+    if a.markdown:
+        command = " ".join(["bench/bench_gc.py", *sys.argv[1:]])
+        write_markdown(a.markdown, "gc: the store's size, gc's time and its lock", report, command)
     return 0
 
 
