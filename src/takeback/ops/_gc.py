@@ -63,6 +63,13 @@ leaves a store that passes fsck and has lost nothing kept):
    SQLite incremental vacuum, a few pages per transaction; a database leaves it to
    autovacuum).
 
+A limit, left open: a scan that dies during gc leaves objects no row names, which gc
+does not see (they are newer than its index); one stored as a delta of a base that only
+a scan cache gc never saw named (saved and replaced between two of its reads, by scans
+that wrote no snapshot) could lose that base, and a later snapshot of the same bytes
+would name it without storing it again. Closing it needs the objects stored since the
+mark listed by the store (a sequence on the objects' rows).
+
 ``GcResult.longest_lock_ms`` is the longest exclusive hold (what a snapshot waits at
 most), ``locked_ms`` all of them together. A dry run only plans, under the shared lock.
 
