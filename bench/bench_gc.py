@@ -12,7 +12,10 @@
 2. Time. The same on ``--big-files`` files (default 100,000) with ``--big-steps`` steps:
    the real ``takeback gc --keep-turns 50 --keep-days 0`` (a subprocess, wall clock)
    against the real ``takeback snapshot`` after 10 files changed (median of 3). Target:
-   gc under 5 snapshots.
+   gc under 5 snapshots. gc holds the store's exclusive lock (which every snapshot
+   waits for) in slices; the longest single hold is reported (``longest_lock_ms`` of
+   ``gc --json``; a gc from before slices held it once, ``locked_ms``). Target: at most
+   1 s at a time.
 
 The steps are recorded through the library, not the command line (a thousand command
 runs would take most of an hour): each is a turn (``begin_turn``), a step row, a scan
@@ -56,6 +59,7 @@ from _tree import (  # noqa: E402
     log,
     median,
     restore_pristine,
+    write_markdown,
 )
 
 import takeback  # noqa: E402
@@ -200,6 +204,9 @@ def time_part(base: Path, files: int, steps: int, changed: int) -> dict[str, Any
         "snapshot_s": round(median(snaps), 3),
         "gc_s": round(gc_s, 3),
         "gc_locked_ms": r["locked_ms"],
+        # A gc that held the lock once (before slices) says only ``locked_ms``.
+        "gc_longest_lock_ms": r.get("longest_lock_ms", r["locked_ms"]),
+        "gc_lock_slices": r.get("lock_slices", 1),
         "gc_in_snapshots": round(gc_s / median(snaps), 2),
         "removed": r["removed"],
         "size_before": size_before,
@@ -210,7 +217,7 @@ def time_part(base: Path, files: int, steps: int, changed: int) -> dict[str, Any
     return out
 
 
-def print_size(s: dict[str, Any]) -> None:
+def print_size(s: dict[str, Any]) -> str:
     ok = "PASS" if s["ratio_keep_50_to_50"] <= 1.5 else "FAIL"
     lines = [
         f"size, {s['files']:,} files, {s['steps']} steps of {s['changed']} files:",
@@ -224,19 +231,23 @@ def print_size(s: dict[str, Any]) -> None:
         f"  that gc took {fmt_s(s['gc_keep_50_s'])}; fsck --read-data exit {s['fsck_exit']}",
     ]
     print("\n".join(lines), file=sys.stderr)
+    return "\n".join(lines) + "\n"
 
 
-def print_time(t: dict[str, Any]) -> None:
+def print_time(t: dict[str, Any]) -> str:
     ok = "PASS" if t["gc_in_snapshots"] < 5 else "FAIL"
     lines = [
         f"time, {t['files']:,} files, {t['steps']} steps:",
         f"  one snapshot (10 files changed):  {fmt_s(t['snapshot_s'])}",
         f"  gc --keep-turns 50 --keep-days 0: {fmt_s(t['gc_s'])}"
         f" ({t['gc_in_snapshots']}x a snapshot, target under 5: {ok});"
-        f" the lock was held {t['gc_locked_ms']} ms",
+        f" the exclusive lock was held {t['gc_longest_lock_ms']} ms at most at a time,"
+        f" {t['gc_locked_ms']} ms in all ({t['gc_lock_slices']} holds; target <= 1,000 ms"
+        f" at a time: {'PASS' if t['gc_longest_lock_ms'] <= 1000 else 'FAIL'})",
         f"  store {fmt_bytes(t['size_before'])} -> {fmt_bytes(t['size_after'])}",
     ]
     print("\n".join(lines), file=sys.stderr)
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
@@ -248,21 +259,26 @@ def main() -> int:
     p.add_argument("--big-steps", type=int, default=1_000)
     p.add_argument("--base", default="/tmp/takeback-bench-gc")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--markdown", default=None, metavar="FILE", help="also write the report here")
     a = p.parse_args()
     base = Path(a.base).resolve()
     figures: dict[str, object] = {"load_before": os.getloadavg()[0]}
+    report = ""
     with bench_lock(base):
         if a.files:
             s = size_part(base, a.files, a.steps, a.changed)
             figures["size"] = s
-            print_size(s)
+            report += print_size(s)
         if a.big_files:
             t = time_part(base, a.big_files, a.big_steps, a.changed)
             figures["time"] = t
-            print_time(t)
+            report += print_time(t)
     figures["load_after"] = os.getloadavg()[0]
     if a.json:
         print(json.dumps(figures, indent=2))
+    if a.markdown:
+        command = " ".join(["bench/bench_gc.py", *sys.argv[1:]])
+        write_markdown(a.markdown, "gc: the store's size, gc's time and its lock", report, command)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -334,6 +335,73 @@ def test_gc_and_snapshots_at_once_from_two_processes(
         assert tb("show", f"{sid}:new/{i}.txt").stdout == f"written while gc ran {i}\n"
     with takeback.Workspace(ws_dir, store=store_dir) as w:
         rec.check(w)
+
+
+def test_a_snapshot_between_the_mark_and_the_sweep_keeps_content_the_mark_found_unreached(
+    ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI
+) -> None:
+    """gc marks, then another process snapshots, then gc sweeps: what it stored stays.
+
+    The snapshot puts a file back to a version only dropped turns reached: its blob is
+    stored already, so the snapshot names it without writing it again (and it is a
+    delta of a version that goes too). gc, which found it unreached, must find it
+    reached again before it deletes anything, with the base it needs.
+    """
+    from takeback.ops._gc import Policy, plan
+
+    lines = [f"line {i} " + "x" * 60 for i in range(80)]
+
+    def version(k: int) -> bytes:
+        body = list(lines)
+        body[k * 5] = f"version {k}"
+        return "\n".join(body).encode()
+
+    write(ws_dir, "keep.txt", "kept\n")
+    session = ws.session("agent")
+    session.start()
+    for k in range(1, 5):
+        # A command's changes are found by the snapshot after it, which stores the new
+        # version as a delta of the one its scan saw before.
+        with session.turn(f"turn {k}") as turn, turn.command(f"edit {k}"):
+            (ws_dir / "b.txt").write_bytes(version(k))
+    old = version(2)
+    blob = hashlib.sha256(old).hexdigest()
+    store = ws.open_store()
+    # The premise: version 2 and its base, version 1, are both doomed by the mark.
+    doomed = plan(store, Policy(keep_turns=1, keep_days=0.0)).objects
+    base = store.objects.index()[blob].base
+    assert blob in doomed and base is not None and base in doomed
+    taken: list[str] = []
+
+    def pause(name: str) -> None:
+        if name != "history":
+            return
+        (ws_dir / "b.txt").write_bytes(old)
+        try:
+            out = subprocess.run(
+                [sys.executable, "-m", "takeback", "--session", "agent", "snapshot", "--json"],
+                cwd=ws_dir,
+                env=tb_env(tb),
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=True,
+            )
+        except subprocess.TimeoutExpired:
+            pytest.fail("the snapshot waited 20 s for gc's lock between its mark and sweep")
+        taken.append(json.loads(out.stdout)["id"])
+
+    result = ws.gc(keep_turns=1, keep_days=0, pause=pause)
+    assert taken and result.turns == 3
+    assert 0 < result.longest_lock_ms <= result.locked_ms
+    check = ws.fsck(read_data=True)
+    assert check.clean, check.problems
+    (ws_dir / "b.txt").write_bytes(b"changed after\n")
+    ws.rewind(taken[0])
+    assert (ws_dir / "b.txt").read_bytes() == old
+    assert ws.open_store().objects.get(blob) == old
+    assert ws.fsck(read_data=True).clean
+    assert tb("show", f"{taken[0]}:b.txt").stdout == old.decode()
 
 
 def test_a_store_that_does_not_say_when_it_was_made_starts_the_clock(

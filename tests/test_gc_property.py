@@ -2,10 +2,14 @@
 
 Two sessions take turns of file-tool writes and commands, and undo, redo, revert,
 unrevert and rewind at random (forced, so that no conflict stops them); a person takes
-snapshots in between. Then gc runs with a random policy at a random moment. Whatever the
-history and the policy: the store passes ``fsck --read-data``; every snapshot left in it
-gives back exactly the files the folder held when it was taken; a rewind to one of them
-puts the folder back byte for byte; the undo of the newest turn still works.
+snapshots in between. Then gc runs with a random policy at a random moment; between its
+mark and its sweep (or between two of its steps), the folder may be put back as it was
+at a random earlier snapshot and a snapshot taken, which names objects gc's mark found
+unreached without storing them again. Whatever the history, the policy and the moment:
+the store passes ``fsck --read-data``; every snapshot left in it gives back exactly the
+files the folder held when it was taken; a rewind to one of them (and to the snapshot
+taken meanwhile) puts the folder back byte for byte; the undo of the newest turn still
+works.
 """
 
 from __future__ import annotations
@@ -100,6 +104,15 @@ def _play(ws: takeback.Workspace, root: Path, steps: list[tuple[object, ...]]) -
             pass
 
 
+def _put_back(root: Path, state: dict[str, tuple[str, bytes]]) -> None:
+    """Write the files as a snapshot recorded them (the folders stay)."""
+    for path in PATHS:
+        if path in state and state[path][0] == "f":
+            write(root, path, state[path][1])
+        else:
+            (root / path).unlink(missing_ok=True)
+
+
 @settings(
     max_examples=50,
     deadline=None,
@@ -110,15 +123,31 @@ def _play(ws: takeback.Workspace, root: Path, steps: list[tuple[object, ...]]) -
     keep_turns=1,
     keep_days=0.0,
     days_later=0.0,
+    meanwhile=None,
+)
+@example(  # the first version put back between the mark and the sweep: reached again
+    steps=[("turn", "one", [("a.txt", k % 6)], True) for k in range(6)],
+    keep_turns=1,
+    keep_days=0.0,
+    days_later=0.0,
+    meanwhile=("history", 1),
 )
 @given(
     steps=actions,
     keep_turns=st.integers(1, 4),
     keep_days=st.sampled_from([0.0, 1.0, 30.0]),
     days_later=st.sampled_from([0.0, 2.0, 45.0]),
+    meanwhile=st.one_of(
+        st.none(),
+        st.tuples(st.sampled_from(["rewrite", "history", "objects"]), st.integers(0, 1000)),
+    ),
 )
 def test_gc_keeps_every_kept_ref_whole(
-    steps: list[tuple[object, ...]], keep_turns: int, keep_days: float, days_later: float
+    steps: list[tuple[object, ...]],
+    keep_turns: int,
+    keep_days: float,
+    days_later: float,
+    meanwhile: tuple[str, int] | None,
 ) -> None:
     with tempfile.TemporaryDirectory() as d:
         root, store = Path(d) / "ws", Path(d) / "store"
@@ -130,15 +159,30 @@ def test_gc_keeps_every_kept_ref_whole(
             ws.session("one").start()
             _play(ws, root, steps)
             before = {s.id for s in ws.log()}
+            taken: list[str] = []
+
+            def pause(name: str) -> None:
+                # gc holds no exclusive lock here: a snapshot runs as another's would.
+                if meanwhile is None or name != meanwhile[0] or taken:
+                    return
+                order = [sid for sid in rec.expected if sid in before]
+                _put_back(root, rec.expected[order[meanwhile[1] % len(order)]])
+                taken.append(ws.snapshot("meanwhile", session="one").id)
+
             result = ws.gc(
                 keep_turns=keep_turns,
                 keep_days=keep_days,
                 now=time.time() + days_later * 86400,
+                pause=pause,
             )
             fsck = ws.fsck(read_data=True)
             assert fsck.clean, fsck.problems
             kept = rec.check()
-            assert len(before) - len(kept) == result.snapshots
+            assert set(taken) <= set(kept)
+            assert len(before) + len(taken) - len(kept) == result.snapshots
+            for sid in taken:
+                ws.rewind(sid)
+                assert files_state(root) == rec.expected[sid]
             for name in SESSIONS:
                 info = ws.open_store().meta.session(name)
                 if info is not None:

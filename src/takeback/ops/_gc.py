@@ -29,15 +29,52 @@ Objects: every tree and blob a kept snapshot, state or cache entry reaches is ke
 kept object stored as a delta of one that goes is rewritten whole first (or, when that
 cannot be written, its base is kept).
 
-The order (under the store's exclusive lock; each step commits, and a crash between any
-two leaves a store that passes fsck and has lost nothing kept): 1. rewrite deltas whole;
-2. delete the history rows (what refers first, then snapshots); 3. delete the objects no
-longer reached, deepest delta first, in batches; then, with the lock released, the
-store gives the room back (``Store.reclaim``: a folder store's SQLite incremental vacuum,
-a few pages per transaction; a database leaves it to autovacuum).
+The order. Snapshots go on while gc marks; they wait only for short exclusive slices,
+and nothing kept is ever lost (each step commits; a crash between or inside any of them
+leaves a store that passes fsck and has lost nothing kept):
+
+0. A fence: the exclusive lock taken and let go at once, so that every snapshot begun
+   before gc (which may have read an older scan cache, and may take a delta base from
+   it) has ended before the mark reads the cache.
+1. The mark, under the *shared* lock (snapshots, touches and turns go on meanwhile):
+   the history plan, the scan cache's ids (and its token), every object's row
+   (``Objects.index``), and the walk from every kept tree. What it finds unreached is
+   *doomed*, deepest delta first.
+2. Still under the shared lock, kept objects whose delta base is doomed are stored whole
+   (``rewrite_whole``). This needs no exclusive hold: the row keeps its id and its bytes
+   (a delta or the whole, each batch one transaction), so a reader gets either form and
+   both are right; a writer only ever inserts a row that is not there; and the list
+   only shrinks, so a base this step did not free is never deleted (one it freed for
+   nothing, when its base is kept after all, costs room, not data).
+3. The first exclusive slice: the history plan made again from the rows as they are
+   now, then a re-mark, then the history rows go in one transaction (what refers first,
+   then snapshots).
+4. Exclusive slices, each deleting batches for about ``SLICE_SECONDS`` (then the lock is
+   let go so that waiting snapshots run). Before each slice (and before step 3), a
+   re-mark under the shared lock takes in most of what was recorded meanwhile, so that
+   the slice's own finds little. Each slice first re-marks: every snapshot, kept
+   state and op now in the store, and the scan cache when its token changed (only the
+   rows not read before), walking only from trees not marked already (a marked tree's
+   subtrees and blobs are marked with it). An object reached again (a snapshot that
+   found a doomed blob or tree stored and named it, storing nothing) leaves the doomed
+   list with the chain of bases it needs; an object stored since the mark is never in
+   it, and its bases (read row by row, ``Objects.bases``) leave it too.
+5. With no lock held, the store gives the room back (``Store.reclaim``: a folder store's
+   SQLite incremental vacuum, a few pages per transaction; a database leaves it to
+   autovacuum).
+
+A limit, left open: a scan that dies during gc leaves objects no row names, which gc
+does not see (they are newer than its index); one stored as a delta of a base that only
+a scan cache gc never saw named (saved and replaced between two of its reads, by scans
+that wrote no snapshot) could lose that base, and a later snapshot of the same bytes
+would name it without storing it again. Closing it needs the objects stored since the
+mark listed by the store (a sequence on the objects' rows).
+
+``GcResult.longest_lock_ms`` is the longest exclusive hold (what a snapshot waits at
+most), ``locked_ms`` all of them together. A dry run only plans, under the shared lock.
 
 A shared store's other machines keep scan caches this gc cannot see: before any object
-goes, step 2 raises the workspace's cache generation, and a machine whose cache was made
+goes, step 3 raises the workspace's cache generation, and a machine whose cache was made
 under an older one drops it (its next scan reads every file).
 
 The store's own parts (listing ids, deleting rows, vacuum) are small methods of the
@@ -46,14 +83,16 @@ store seam (``store/_api.py``); what is reached, and why, is decided here.
 
 from __future__ import annotations
 
+import hashlib
 import time
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import StoreCorruptError, UsageError
 from ..model import FILE, LINK, decode_state, tree_links
-from ..scan import cached_ids
+from ..scan import CACHE_KEY, cached_ids
 from ..store import Meta, ObjectRow, Store
 from ._snapshot import stored_cache
 from ._turns import shared_lock
@@ -205,6 +244,8 @@ class GcPlan:
     drop_cache: bool = False
     #: every stored object when the plan was made (kind, base, depth, size)
     index: dict[str, ObjectRow] = field(default_factory=dict, repr=False)
+    #: what the mark reached (and, of it, the trees and blobs not stored then)
+    marked: _Marked | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -225,8 +266,12 @@ class GcResult:
     size_before: int
     size_after: int
     duration_ms: int = 0
-    #: how long the store's exclusive lock was held (ms)
+    #: how long the store's exclusive lock was held in all (ms), over every slice
     locked_ms: int = 0
+    #: the longest single hold of the exclusive lock (ms): how long a snapshot waited at most
+    longest_lock_ms: int = 0
+    #: how many times the exclusive lock was taken
+    slices: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable machine form (``gc --json``, ``purge --json``)."""
@@ -248,6 +293,8 @@ class GcResult:
             "size_after": self.size_after,
             "duration_ms": self.duration_ms,
             "locked_ms": self.locked_ms,
+            "longest_lock_ms": self.longest_lock_ms,
+            "lock_slices": self.slices,
         }
 
 
@@ -360,6 +407,7 @@ def plan(
     now: float | None = None,
     purge: Iterable[str] | None = None,
     purge_all: bool = False,
+    objects: bool = True,
 ) -> GcPlan:
     """Decide what goes.
 
@@ -372,6 +420,7 @@ def plan(
         now: the time the day limit counts from.
         purge: sessions removed whole (the policy is then not applied to the others).
         purge_all: remove every session, snapshot and the scan cache.
+        objects: decide the objects too (False: the history rows only, a few queries).
 
     Raises:
         UsageError: a purge names the session of an interrupted restore.
@@ -482,6 +531,9 @@ def plan(
             kept_trees.append(tree)
         else:
             out.snapshots.append(sid)
+    if not objects:
+        out.drop_cache = purge_all
+        return out
 
     # Objects reached from what stays.
     states: list[str | None] = [
@@ -490,17 +542,20 @@ def plan(
     for op in kept_ops:
         states.extend(op_states(op.data))
     blobs = {o for o in map(state_oid, states) if o}
+    marked = _Marked()
     if purge_all:
         out.drop_cache = True
     else:
-        cache_trees, cache_blobs = cached_ids(stored_cache(meta)[1], meta.dircache_rows())
+        cache_trees, cache_blobs = marked.cache_ids(meta)
         kept_trees.extend(cache_trees)
         blobs |= cache_blobs
     # One read of every row's id, kind, base, depth and size: the rows hold the data too,
     # so this reads the file once (an index on the bases would cost more room than the
     # deltas it indexes).
     index = store.objects.index()
-    reach = reachable(store, kept_trees, blobs, index)
+    marked.walk(store, kept_trees, blobs, index)
+    reach = marked.reach
+    out.marked = marked
     gone_rows: list[tuple[int, str]] = []
     for oid, row in index.items():
         if oid not in reach:
@@ -515,6 +570,18 @@ def plan(
     return out
 
 
+def plan_history(
+    store: Store,
+    policy: Policy,
+    *,
+    now: float | None = None,
+    purge: Iterable[str] | None = None,
+    purge_all: bool = False,
+) -> GcPlan:
+    """Decide which history rows go, as :func:`plan` does, without the objects."""
+    return plan(store, policy, now=now, purge=purge, purge_all=purge_all, objects=False)
+
+
 def reachable(
     store: Store, trees: Iterable[str], blobs: Iterable[str], index: Container[str]
 ) -> set[str]:
@@ -523,25 +590,115 @@ def reachable(
     A tree that is not in the store is left out (fsck names it); its id is still marked,
     so nothing of that name is removed.
     """
-    reach: set[str] = set(blobs)
-    stack = [t for t in trees if t]
-    get = store.objects.get
-    # A folder's versions are deltas of each other: each base read once, then kept.
-    store.objects.raw_cache = max(store.objects.raw_cache, _WALK_CACHE)
-    while stack:
-        tid = stack.pop()
-        if tid in reach:
-            continue
-        reach.add(tid)
-        if tid not in index:
-            continue
-        try:
-            subtrees, files = tree_links(get(tid))
-        except ValueError as e:
-            raise StoreCorruptError(f"store tree {tid[:12]} is malformed", path=store.path) from e
-        reach.update(files)
-        stack.extend(t for t in subtrees if t not in reach)
-    return reach
+    marked = _Marked()
+    marked.walk(store, trees, blobs, index)
+    return marked.reach
+
+
+class _Marked:
+    """What gc's mark reached, grown by each re-mark; never shrinks.
+
+    Attributes:
+        reach: every id reached (a reached tree's subtrees and blobs are in it too, so a
+            re-mark walks only from trees not in it).
+        absent_trees: trees reached but not stored when walked (not walked yet).
+        absent_blobs: blobs reached but not stored when seen.
+        cache_token: the scan cache's header token when its ids were read last.
+        cache_rows: digests of the scan cache's detailed rows already read.
+    """
+
+    def __init__(self) -> None:
+        self.reach: set[str] = set()
+        self.absent_trees: set[str] = set()
+        self.absent_blobs: set[str] = set()
+        self.cache_token: bytes | None = None
+        self.cache_rows: set[bytes] = set()
+
+    def cache_ids(self, meta: Meta) -> tuple[set[str], set[str]]:
+        """Return the ids the scan cache names, reading only detailed rows not read before."""
+        self.cache_token = meta.get_kv(CACHE_KEY)
+        trees, _ = cached_ids(stored_cache(meta)[1], ())
+        fresh = []
+        for raw in meta.dircache_rows():
+            digest = hashlib.blake2b(raw, digest_size=16).digest()
+            if digest not in self.cache_rows:
+                self.cache_rows.add(digest)
+                fresh.append(raw)
+        _, blobs = cached_ids(None, fresh)
+        return trees, blobs
+
+    def cache_changed(self, meta: Meta) -> bool:
+        """Whether the scan cache was saved since its ids were read (a token per save)."""
+        token = meta.get_kv(CACHE_KEY)
+        return token is None or token != self.cache_token
+
+    def walk(
+        self, store: Store, trees: Iterable[str], blobs: Iterable[str], index: Container[str]
+    ) -> list[str]:
+        """Mark what the trees and blobs reach, walking only trees not reached before.
+
+        Args:
+            store: the open store.
+            trees: root trees.
+            blobs: root blobs.
+            index: the ids the mark's index holds; an id outside it is looked up.
+
+        Returns:
+            The ids newly reached.
+
+        Raises:
+            StoreCorruptError: a tree cannot be read.
+        """
+        reach = self.reach
+        new: list[str] = []
+        objs = store.objects
+        for b in blobs:
+            if b and b not in reach:
+                reach.add(b)
+                new.append(b)
+                if b not in index and not objs.has(b):
+                    self.absent_blobs.add(b)
+        stack = [t for t in trees if t and t not in reach]
+        get = objs.get
+        # A folder's versions are deltas of each other: each base read once, then kept.
+        objs.raw_cache = max(objs.raw_cache, _WALK_CACHE)
+        while stack:
+            tid = stack.pop()
+            if tid in reach:
+                continue
+            reach.add(tid)
+            new.append(tid)
+            if tid not in index and not objs.has(tid):
+                self.absent_trees.add(tid)
+                continue
+            try:
+                subtrees, files = tree_links(get(tid))
+            except ValueError as e:
+                raise StoreCorruptError(
+                    f"store tree {tid[:12]} is malformed", path=store.path
+                ) from e
+            for f in files:
+                if f not in reach:
+                    reach.add(f)
+                    new.append(f)
+                    if f not in index and not objs.has(f):
+                        self.absent_blobs.add(f)
+            stack.extend(t for t in subtrees if t not in reach)
+        return new
+
+    def stored_since(self, store: Store) -> tuple[list[str], list[str]]:
+        """Return the absent trees and blobs stored since, no longer counted absent.
+
+        The trees leave ``reach`` so that a walk goes through them.
+        """
+        objs = store.objects
+        trees = [t for t in self.absent_trees if objs.has(t)]
+        blobs = [b for b in self.absent_blobs if objs.has(b)]
+        for t in trees:
+            self.absent_trees.discard(t)
+            self.reach.discard(t)
+        self.absent_blobs.difference_update(blobs)
+        return trees, blobs
 
 
 def _keep_bases(failed: Iterable[str], index: dict[str, ObjectRow], out: GcPlan) -> None:
@@ -558,6 +715,145 @@ def _keep_bases(failed: Iterable[str], index: dict[str, ObjectRow], out: GcPlan)
 
 
 # -- acting on it --------------------------------------------------------------------
+
+
+#: an exclusive slice deletes objects for about this long (seconds), then lets writers in
+SLICE_SECONDS = 0.2
+#: objects deleted per transaction within a slice
+_SLICE_BATCH = 1024
+#: the pause between two slices (seconds): snapshots waiting for the lock take it
+_BETWEEN_SLICES = 0.005
+
+
+class _Sweep:
+    """The doomed objects, kept up to date with what the store reaches while gc sweeps.
+
+    Only ever shrinks: an object the mark found unreached but that is reached again (a
+    snapshot that found its blob stored and named it) leaves the list with every base it
+    needs; a new object is never in it, and its bases leave it.
+    """
+
+    def __init__(self, store: Store, p: GcPlan) -> None:
+        self.store = store
+        self.index = p.index
+        self.marked = p.marked or _Marked()
+        self.order = p.objects
+        self.doomed = set(p.objects)
+        self.pos = 0
+        self.deleted = 0
+        self.freed = 0
+        self.kept_again = 0
+
+    def remark(self, drop: GcPlan | None) -> None:
+        """Mark what the store's rows and scan cache reach now.
+
+        Under the shared lock (snapshots going on), it marks most of what they added;
+        then under the exclusive lock, before anything is deleted, the rest.
+
+        Args:
+            drop: the history rows about to be deleted (their reach is not marked), or
+                None once they are gone.
+        """
+        store, meta, marked = self.store, self.store.meta, self.marked
+        gone_snaps = set(drop.snapshots) if drop else set()
+        gone_turns = set(drop.turns) if drop else set()
+        gone_sessions = set(drop.sessions) if drop else set()
+        gone_ops = set(drop.ops) if drop else set()
+        trees = [
+            tree
+            for sid, tree, _at, _kind, session in meta.snapshot_rows()
+            if sid not in gone_snaps and session not in gone_sessions
+        ]
+        states: list[str | None] = [
+            st
+            for sess, n, st in meta.recorded_states()
+            if (sess, n) not in gone_turns and sess not in gone_sessions
+        ]
+        for op, sess, _at in meta.all_ops():
+            if op.id not in gone_ops and sess not in gone_sessions:
+                states.extend(op_states(op.data))
+        blobs = {o for o in map(state_oid, states) if o}
+        if not (drop is not None and drop.drop_cache) and marked.cache_changed(meta):
+            cache_trees, cache_blobs = marked.cache_ids(meta)
+            trees.extend(cache_trees)
+            blobs |= cache_blobs
+        again_trees, again_blobs = marked.stored_since(store)
+        trees.extend(again_trees)
+        new = marked.walk(store, trees, blobs, self.index)
+        new.extend(again_blobs)
+        self.keep(new)
+
+    def keep(self, reached: Iterable[str]) -> None:
+        """Take reached objects, and the delta bases each needs, off the doomed list."""
+        unknown: list[str] = []
+        for oid in reached:
+            if oid in self.index:
+                self._keep_chain(oid)
+            else:
+                unknown.append(oid)
+        seen: set[str] = set()
+        # Objects stored since the index was read: their bases are read row by row.
+        while unknown:
+            seen.update(unknown)
+            bases = self.store.objects.bases(unknown)
+            unknown = []
+            for base in bases.values():
+                if base is None:
+                    continue
+                if base in self.index:
+                    self._keep_chain(base)
+                elif base not in seen:
+                    unknown.append(base)
+
+    def _keep_chain(self, oid: str | None) -> None:
+        # An object that stays has every base it needs (rewritten whole, or its chain
+        # kept): the walk down stops at the first one that stays.
+        while oid is not None and oid in self.doomed:
+            self.doomed.discard(oid)
+            self.kept_again += 1
+            row = self.index.get(oid)
+            oid = row.base if row is not None else None
+
+    def delete(self, until: float) -> bool:
+        """Delete doomed objects in order until the clock passes ``until``; True when done."""
+        order = self.order
+        while self.pos < len(order):
+            batch: list[str] = []
+            while self.pos < len(order) and len(batch) < _SLICE_BATCH:
+                oid = order[self.pos]
+                self.pos += 1
+                if oid in self.doomed:
+                    batch.append(oid)
+            if batch:
+                self.store.objects.delete(batch)
+                self.doomed.difference_update(batch)
+                self.deleted += len(batch)
+                self.freed += sum(self.index[o].stored for o in batch)
+            if time.monotonic() >= until:
+                break
+        return self.pos >= len(order)
+
+
+class _Holds:
+    """The exclusive lock taken in slices, each hold timed."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.total = 0.0
+        self.longest = 0.0
+        self.count = 0
+
+    @contextmanager
+    def exclusive(self) -> Iterator[float]:
+        with self.store.lock(exclusive=True):
+            t = time.monotonic()
+            try:
+                yield t
+            finally:
+                held = time.monotonic() - t
+                self.total += held
+                self.longest = max(self.longest, held)
+                self.count += 1
 
 
 def gc(
@@ -580,7 +876,9 @@ def gc(
         purge: remove these sessions whole, and what only they reached.
         purge_all: remove every session and snapshot.
         pause: called between the steps with the next one's name (``rewrite``,
-            ``history``, ``objects``, ``reclaim``): a crash test stops the process there.
+            ``history``, ``objects``, ``reclaim``), never holding the exclusive lock
+            (``rewrite``: the shared one): a crash test stops the process there, a
+            concurrency test takes a snapshot there.
 
     Raises:
         UsageError: a purge names the session of an interrupted restore.
@@ -589,35 +887,100 @@ def gc(
     t0 = time.monotonic()
     size_before = store.size_on_disk()
     step = pause or (lambda _name: None)
-    locked_ms = 0
-    with store.lock(exclusive=True) if not dry_run else shared_lock(store):
-        t_lock = time.monotonic()
+    if dry_run:
+        with shared_lock(store):
+            p = plan(store, policy, now=now, purge=purge, purge_all=purge_all)
+        return _result(
+            p,
+            policy,
+            purge,
+            purge_all,
+            dry_run=True,
+            size_before=size_before,
+            size_after=size_before,
+            t0=t0,
+            rewritten=len(p.rewrite),
+        )
+    holds = _Holds(store)
+    # A fence: every snapshot that began before gc (and read a scan cache older than the
+    # one the mark reads) has ended by the time the mark begins.
+    with holds.exclusive():
+        pass
+    with store.lock(exclusive=False):
         p = plan(store, policy, now=now, purge=purge, purge_all=purge_all)
         rewritten = 0
-        if not dry_run:
-            if p.rewrite:
-                step("rewrite")
-                failed = store.objects.rewrite_whole(p.rewrite)
-                rewritten = len(p.rewrite) - len(failed)
-                _keep_bases(failed, p.index, p)
-            step("history")
-            meta = store.meta
-            meta.drop_history_tx(
-                turns=p.turns,
-                steps=p.steps,
-                ops=p.ops,
-                sessions=p.sessions,
-                snapshots=p.snapshots,
-                scan_cache=p.drop_cache,
-                last_gc=repr(time.time()),
-                objects_go=bool(p.objects),
-            )
-            step("objects")
-            store.objects.delete(p.objects)
-        locked_ms = int((time.monotonic() - t_lock) * 1000)
-    if not dry_run:
-        step("reclaim")
-        store.reclaim()
+        if p.rewrite:
+            # Same bytes, stored whole: a reader gets the old row or the new, both right,
+            # so this needs no exclusive hold (see the module's docstring).
+            step("rewrite")
+            failed = store.objects.rewrite_whole(p.rewrite)
+            rewritten = len(p.rewrite) - len(failed)
+            _keep_bases(failed, p.index, p)
+    sweep = _Sweep(store, p)
+    step("history")
+    # What was recorded during the mark is marked under the shared lock too, so that the
+    # slice's own re-mark finds little (only what came between the two).
+    with store.lock(exclusive=False):
+        sweep.remark(p)
+    with holds.exclusive():
+        # The history as it is now: snapshots, turns and ops recorded since the mark
+        # count, and the rows a kept one names stay.
+        again = plan_history(store, policy, now=now, purge=purge, purge_all=purge_all)
+        sweep.remark(again)
+        store.meta.drop_history_tx(
+            turns=again.turns,
+            steps=again.steps,
+            ops=again.ops,
+            sessions=again.sessions,
+            snapshots=again.snapshots,
+            scan_cache=again.drop_cache,
+            last_gc=repr(time.time()),
+            objects_go=bool(sweep.doomed),
+        )
+    step("objects")
+    done = not sweep.doomed
+    while not done:
+        with store.lock(exclusive=False):
+            sweep.remark(None)
+        with holds.exclusive() as began:
+            sweep.remark(None)
+            done = sweep.delete(began + SLICE_SECONDS)
+        if not done:
+            time.sleep(_BETWEEN_SLICES)
+    step("reclaim")
+    store.reclaim()
+    r = _result(
+        again,
+        policy,
+        purge,
+        purge_all,
+        dry_run=False,
+        size_before=size_before,
+        size_after=store.size_on_disk(),
+        t0=t0,
+        rewritten=rewritten,
+    )
+    r.objects = sweep.deleted
+    r.freed = sweep.freed
+    r.kept_objects = len(p.index) - sweep.deleted
+    r.locked_ms = int(holds.total * 1000)
+    r.longest_lock_ms = int(holds.longest * 1000)
+    r.slices = holds.count
+    return r
+
+
+def _result(
+    p: GcPlan,
+    policy: Policy,
+    purge: Iterable[str] | None,
+    purge_all: bool,
+    *,
+    dry_run: bool,
+    size_before: int,
+    size_after: int,
+    t0: float,
+    rewritten: int,
+) -> GcResult:
     return GcResult(
         dry_run=dry_run,
         policy=None if purge is not None or purge_all else policy,
@@ -628,10 +991,9 @@ def gc(
         sessions=p.sessions,
         objects=len(p.objects),
         freed=p.freed,
-        rewritten=rewritten if not dry_run else len(p.rewrite),
+        rewritten=rewritten,
         kept_objects=p.kept_objects,
         size_before=size_before,
-        size_after=store.size_on_disk() if not dry_run else size_before,
+        size_after=size_after,
         duration_ms=int((time.monotonic() - t0) * 1000),
-        locked_ms=locked_ms,
     )

@@ -89,6 +89,13 @@ class Objects(Protocol):
         """Return every stored object's kind, base, depth and stored size (not its data)."""
         ...
 
+    def bases(self, oids: Iterable[str]) -> dict[str, str | None]:
+        """Return the delta base of each stored object named (None: whole); absent ones left out.
+
+        Row by row: for the few objects written since gc read :meth:`index`.
+        """
+        ...
+
     def rewrite_whole(self, oids: Iterable[str]) -> list[str]:
         """Store objects again whole (not as deltas); return the ids that could not be."""
         ...

@@ -397,6 +397,23 @@ class PackedObjects:
 
     # -- gc ------------------------------------------------------------------------
 
+    def bases(self, oids: Iterable[str]) -> dict[str, str | None]:
+        """Return the delta base of each stored object named (None: whole); absent ones left out.
+
+        One row at a time (its data is read too): for the few objects written since gc
+        read the whole index, whose bases gc must then keep.
+        """
+        out: dict[str, str | None] = {}
+        for oid in oids:
+            pending = self._uncommitted(oid)
+            if pending is not None:
+                out[oid] = pending.base
+                continue
+            row = self._row(oid)
+            if row is not None:
+                out[oid] = row[1]
+        return out
+
     def rewrite_whole(self, oids: Iterable[str]) -> list[str]:
         """Store objects again whole (not as deltas), so that their bases may go.
 
