@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _tree import (  # noqa: E402
+from _tree import (
     DEFAULT_BASE,
     bench_lock,
     ensure_tree,

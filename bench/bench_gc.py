@@ -49,7 +49,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _tree import (  # noqa: E402
+from _tree import (
     BenchTree,
     bench_lock,
     checkpoint,
@@ -62,10 +62,10 @@ from _tree import (  # noqa: E402
     write_markdown,
 )
 
-import takeback  # noqa: E402
-from takeback import ops  # noqa: E402
-from takeback.model import StepInfo  # noqa: E402
-from takeback.store import disk_usage  # noqa: E402
+import takeback
+from takeback import ops
+from takeback.model import StepInfo
+from takeback.store import disk_usage
 
 SESSION = "bench"
 

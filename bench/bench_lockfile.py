@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _tree import DEFAULT_BASE, fmt_s, log, median, repo_revision  # noqa: E402
+from _tree import DEFAULT_BASE, fmt_s, log, median, repo_revision
 
 TARGET_S = 1.0
 #: bytes of a generated package entry, on average (to size the file)

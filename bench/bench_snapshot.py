@@ -73,7 +73,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _tree import (  # noqa: E402
+from _tree import (
     DEFAULT_BASE,
     DEFAULT_FILES,
     SOURCE_CHANGED,

@@ -305,7 +305,7 @@ def _handler(model: Model) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        def log_message(self, format: str, *args: Any) -> None:  # the base's names
             pass
 
         def _send(self, status: int, data: bytes, kind: str) -> None:
@@ -315,13 +315,13 @@ def _handler(model: Model) -> type[http.server.BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def do_GET(self) -> None:
+        def do_GET(self) -> None:  # the base's name
             self._send(404, b"{}", "application/json")
 
         def do_HEAD(self) -> None:
             self._send(404, b"", "application/json")
 
-        def do_POST(self) -> None:
+        def do_POST(self) -> None:  # the base's name
             size = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(size)
             try:

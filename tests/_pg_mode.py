@@ -47,7 +47,7 @@ def _spec(url: str, store: str | os.PathLike[str] | None) -> str | None:
     return path if path.startswith("postgres") else f"{url}#{os.path.realpath(path)}"
 
 
-def pytest_configure(config: pytest.Config) -> None:  # noqa: D103
+def pytest_configure(config: pytest.Config) -> None:
     url = os.environ.get(URL_VAR)
     if not url:
         return
@@ -71,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:  # noqa: D103
     conftest.CLI.__call__ = call  # type: ignore[method-assign]
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:  # noqa: D103
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not os.environ.get(URL_VAR):
         return
     for item in items:

@@ -28,19 +28,19 @@ class Host(Protocol):
     options: ops.Options
     MAX_FILE_EVENTS: int
 
-    def open_store(self, *, create: bool = False) -> Store: ...  # noqa: D102
+    def open_store(self, *, create: bool = False) -> Store: ...
 
-    def recording(self, *, create: bool = False) -> ops.Recording: ...  # noqa: D102
+    def recording(self, *, create: bool = False) -> ops.Recording: ...
 
-    def has_store(self) -> bool: ...  # noqa: D102
+    def has_store(self) -> bool: ...
 
-    def emit(self, event: dict[str, Any]) -> None: ...  # noqa: D102
+    def emit(self, event: dict[str, Any]) -> None: ...
 
     def rel(
         self,
         path: str | os.PathLike[str],
         *,
-        base: str | None = None,  # noqa: D102
+        base: str | None = None,
         follow: bool = True,
     ) -> str: ...
 
@@ -49,7 +49,7 @@ class Host(Protocol):
         op: str,
         session: str,
         written: dict[str, str],
-        *,  # noqa: D102
+        *,
         pre: str | None,
         turns: list[int],
         left: int,

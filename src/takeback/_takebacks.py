@@ -26,7 +26,7 @@ class OpenTurn(Protocol):
 
     n: int
 
-    def end(self) -> list[Change]: ...  # noqa: D102
+    def end(self) -> list[Change]: ...
 
 
 class TakeBacks:

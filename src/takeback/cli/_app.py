@@ -52,7 +52,7 @@ class ArgError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # noqa: D102 - argparse's hook
+    def error(self, message: str) -> Any:  # argparse's hook
         # One prefix for every error, whichever command's parser found it.
         raise ArgError(f"takeback: error: {message}")
 

@@ -65,7 +65,7 @@ _VALUED = tuple({*GLOBAL_VALUED, *(v for vs, _f in _COMMANDS.values() for v in v
 _FLAGS = tuple({f for _v, fs in _COMMANDS.values() for f in fs})
 
 
-class BrokeOff(Exception):  # noqa: N818 - what happened, not a bug
+class BrokeOff(Exception):  # named for what happened, not "...Error": it is no bug
     """The service took the call and then stopped answering: it may have run part of it."""
 
 

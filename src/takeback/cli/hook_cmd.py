@@ -125,7 +125,7 @@ def entry(argv: Sequence[str], *, end: Callable[[int], None] | None = None) -> i
             from ..integrations._agent_hook import run
 
             run(raw, call, os.environ, deadline=deadline)
-    except BaseException:  # noqa: BLE001, S110 - fail open; run() has logged what it could
+    except BaseException:  # noqa: BLE001 - fail open; run() has logged what it could
         relayed = False
     finally:
         if deadline is not None:
@@ -206,7 +206,7 @@ def run(ctx: Ctx) -> int:
     try:
         deadline.start()
         run_hook(_read_stdin(), call, os.environ, deadline=deadline)
-    except BaseException:  # noqa: BLE001, S110 - fail open
+    except BaseException:  # noqa: BLE001 - fail open
         pass
     finally:
         deadline.stop()

@@ -272,7 +272,7 @@ def status(store_path: str, *, timeout: float = 1.0) -> dict[str, Any]:
 # -- the service itself --------------------------------------------------------------------
 
 
-class _Stop(BaseException):  # noqa: N818 - a signal, not an error (no call catches it)
+class _Stop(BaseException):  # a signal, not an error (no call catches it)
     """SIGTERM or SIGINT: leave the loop at once."""
 
 
@@ -753,7 +753,7 @@ def serve(
         return 0
     except _Stop:
         return 0
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - logged, and the service exits 1
         svc.log(f"service failed: {e!r}", e)
         return 1
     finally:

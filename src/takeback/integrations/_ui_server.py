@@ -144,7 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: Any) -> None:  # the base's names
         """Log nothing: the terminal shows the address and errors only."""
 
     # -- the checks ----------------------------------------------------------------------
@@ -205,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(200, doc)
 
-    def do_GET(self) -> None:  # noqa: N802 - the base's name
+    def do_GET(self) -> None:  # the base's name
         """Answer the page, its files, the API's questions and the live stream."""
         if not self._allowed(post=False):
             self._refuse()
@@ -236,7 +236,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, b"not found\n", "text/plain; charset=utf-8")
 
-    def do_POST(self) -> None:  # noqa: N802 - the base's name
+    def do_POST(self) -> None:  # the base's name
         """Plan (``/api/plan``) or do (``/api/apply``) one take-back."""
         if not self._allowed(post=True):
             self._refuse()

@@ -48,17 +48,17 @@ class _StatFields(Protocol):
     """What the walk uses of a file's stat: ``os.stat_result`` or :class:`_Stat`."""
 
     @property
-    def st_mode(self) -> int: ...  # noqa: D102
+    def st_mode(self) -> int: ...
     @property
-    def st_size(self) -> int: ...  # noqa: D102
+    def st_size(self) -> int: ...
     @property
-    def st_mtime_ns(self) -> int: ...  # noqa: D102
+    def st_mtime_ns(self) -> int: ...
     @property
-    def st_ctime_ns(self) -> int: ...  # noqa: D102
+    def st_ctime_ns(self) -> int: ...
     @property
-    def st_ino(self) -> int: ...  # noqa: D102
+    def st_ino(self) -> int: ...
     @property
-    def st_nlink(self) -> int: ...  # noqa: D102
+    def st_nlink(self) -> int: ...
 
 
 class _Stat:
@@ -84,7 +84,7 @@ def _stat_fields(st: _StatFields) -> tuple[int, ...]:
     return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-class _Unreadable(Exception):  # noqa: N818 - internal signal, never leaves the scan
+class _Unreadable(Exception):
     """A folder or file cannot be read; ``reason`` says why, in a few words."""
 
     def __init__(self, reason: str) -> None:

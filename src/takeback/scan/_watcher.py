@@ -540,7 +540,7 @@ class _Mounts:
         self._poll: select.poll | None = None
         self._seen: frozenset[str] | None = None
         try:
-            self._file = open("/proc/self/mountinfo", "rb")  # noqa: SIM115 - kept open
+            self._file = open("/proc/self/mountinfo", "rb")
             self._poll = select.poll()
             self._poll.register(self._file.fileno(), select.POLLPRI | select.POLLERR)
         except OSError:

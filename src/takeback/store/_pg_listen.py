@@ -72,5 +72,5 @@ class PgListener:
         """Close the connection (never raises)."""
         try:
             self._conn.close()
-        except Exception:  # noqa: BLE001, S110 - closing is best effort
+        except Exception:  # noqa: BLE001 - closing is best effort
             pass

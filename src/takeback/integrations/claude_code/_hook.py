@@ -258,14 +258,14 @@ def run(
         try:
             where = ws.store_path if ws is not None else fallback_log_dir(call, store, payload, env)
             append_log(where, log_line(payload, describe(e), call.agent or AGENT))
-        except BaseException:  # noqa: BLE001, S110 - nowhere left to say it
+        except BaseException:  # noqa: BLE001 - nowhere left to say it
             pass
         return None
     finally:
         if ws is not None:
             try:
                 ws.close()
-            except BaseException:  # noqa: BLE001, S110 - the call is over either way
+            except BaseException:  # noqa: BLE001 - the call is over either way
                 pass
 
 
