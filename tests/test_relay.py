@@ -383,7 +383,8 @@ def test_a_snapshot_interrupted_while_the_service_runs_it_says_so_and_is_taken(
 
     count = len(_snapshots(tb))
     mark = store_dir.parent / "stalling"
-    fault = {"op": "fault", "kind": "stall-in-call", "seconds": 1.5, "mark": str(mark)}
+    # Stalled long enough that the interrupt lands while it runs, on a busy machine too.
+    fault = {"op": "fault", "kind": "stall-in-call", "seconds": 5.0, "mark": str(mark)}
     ask_service(str(store_dir), fault)
     env = {**os.environ, "TAKEBACK_STORE": str(store_dir), "PYTHONPATH": SRC}
     proc = subprocess.Popen(
