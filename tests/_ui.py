@@ -15,7 +15,7 @@ from pathlib import Path
 
 from takeback import Workspace
 
-from .conftest import SRC, write
+from .conftest import SRC, with_default_sigint, write
 
 APP_0 = "def main():\n    print('hello')\n\n\nif __name__ == '__main__':\n    main()\n"
 APP_1 = (
@@ -79,6 +79,7 @@ def serve_ui(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=with_default_sigint,  # stopped below as Ctrl-C stops it
     )
     try:
         assert proc.stdout is not None

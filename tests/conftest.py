@@ -42,6 +42,16 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+def with_default_sigint() -> None:
+    """``preexec_fn`` for a child a test interrupts as Ctrl-C would: SIGINT default and
+    unblocked, whatever the test runner's process had (a child inherits an ignored or
+    blocked signal, and Python then never turns it into KeyboardInterrupt)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``e2e`` every test that runs the real ``takeback`` command (the ``tb`` fixture)."""
     for item in items:

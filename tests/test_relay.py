@@ -379,7 +379,7 @@ def test_a_snapshot_interrupted_while_the_service_runs_it_says_so_and_is_taken(
     import subprocess
     import sys
 
-    from tests.conftest import SRC
+    from tests.conftest import SRC, with_default_sigint
 
     count = len(_snapshots(tb))
     mark = store_dir.parent / "stalling"
@@ -393,6 +393,7 @@ def test_a_snapshot_interrupted_while_the_service_runs_it_says_so_and_is_taken(
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=with_default_sigint,  # interrupted below as Ctrl-C would
     )
     deadline = time.monotonic() + 20
     while not mark.exists() and time.monotonic() < deadline:  # the service has taken it
