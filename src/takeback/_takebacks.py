@@ -190,30 +190,20 @@ class TakeBacks:
             if file is not None or force:
                 raise UsageError("hunks are taken back by merge: not with a file or force")
             return self._take_back(
-                lambda rec: ops.undo_hunks(
-                    rec,
-                    self.name,
-                    turn if turn is not None else self.ended_turn(None).n,
-                    list(hunks),
-                    merge="markers" if merge == "markers" else True,
-                    dry_run=dry_run,
-                    plan=_token(plan, dry_run),
-                ),
+                ops.undo_hunks,
+                turn if turn is not None else self.ended_turn(None).n,
+                list(hunks),
+                merge="markers" if merge == "markers" else True,
                 end_open=end_open,
                 dry_run=dry_run,
                 plan=plan,
             )
         return self._take_back(
-            lambda rec: ops.undo(
-                rec,
-                self.name,
-                turn=turn,
-                file=rel,
-                force=force,
-                merge=merge,
-                dry_run=dry_run,
-                plan=_token(plan, dry_run),
-            ),
+            ops.undo,
+            turn=turn,
+            file=rel,
+            force=force,
+            merge=merge,
             end_open=end_open,
             dry_run=dry_run,
             plan=plan,
@@ -260,16 +250,11 @@ class TakeBacks:
         if not rel:
             raise UsageError("undo_file takes a file, not the whole workspace")
         return self._take_back(
-            lambda rec: ops.undo_file(
-                rec,
-                self.name,
-                rel,
-                force=force,
-                open_turn=rec.join[1] if rec.join else None,
-                merge=merge,
-                dry_run=dry_run,
-                plan=_token(plan, dry_run),
+            lambda rec, name, **how: ops.undo_file(
+                rec, name, rel, open_turn=rec.join[1] if rec.join else None, **how
             ),
+            force=force,
+            merge=merge,
             end_open=end_open,
             dry_run=dry_run,
             plan=plan,
@@ -301,14 +286,9 @@ class TakeBacks:
             ConflictError: a file changed since the undo; nothing was written.
         """
         return self._take_back(
-            lambda rec: ops.redo(
-                rec,
-                self.name,
-                force=force,
-                merge=merge,
-                dry_run=dry_run,
-                plan=_token(plan, dry_run),
-            ),
+            ops.redo,
+            force=force,
+            merge=merge,
             end_open=False,
             join=join_open,
             dry_run=dry_run,
@@ -333,15 +313,10 @@ class TakeBacks:
             UsageError: ``to_turn`` is not 0 or a turn of the session.
         """
         return self._take_back(
-            lambda rec: ops.revert(
-                rec,
-                self.name,
-                to_turn=to_turn,
-                force=force,
-                merge=merge,
-                dry_run=dry_run,
-                plan=_token(plan, dry_run),
-            ),
+            ops.revert,
+            to_turn=to_turn,
+            force=force,
+            merge=merge,
             end_open=True,
             dry_run=dry_run,
             plan=plan,
@@ -363,14 +338,9 @@ class TakeBacks:
             ConflictError: a file changed since the revert.
         """
         return self._take_back(
-            lambda rec: ops.unrevert(
-                rec,
-                self.name,
-                force=force,
-                merge=merge,
-                dry_run=dry_run,
-                plan=_token(plan, dry_run),
-            ),
+            ops.unrevert,
+            force=force,
+            merge=merge,
             end_open=False,
             dry_run=dry_run,
             plan=plan,
@@ -378,24 +348,30 @@ class TakeBacks:
 
     def _take_back(
         self,
-        op: Callable[[ops.Recording], ops.TurnOpResult],
-        *,
+        op: Callable[..., ops.TurnOpResult],
+        *args: Any,
         end_open: bool,
         join: bool | None = None,
         dry_run: bool = False,
         plan: str | ops.TurnOpResult | None = None,
+        **how: Any,
     ) -> ops.TurnOpResult:
-        """Run a take-back, ending the open turn first or joining its writes to it.
+        """Run one of ops' take-backs, ending the open turn first or joining its writes to it.
 
+        ``op`` is called as ``op(rec, session, *args, dry_run=, plan=, **how)``.
         ``join`` (default: not ``end_open``) joins what it writes to the open turn: the
         agent's reply that asked for it. A dry run (``op`` only plans) ends nothing and
         announces nothing.
         """
+
+        def run(rec: ops.Recording) -> ops.TurnOpResult:
+            return op(rec, self.name, *args, dry_run=dry_run, plan=_token(plan, dry_run), **how)
+
         ws = self.workspace
         current = self.current_turn()
         rec = ws.recording()
         if dry_run:
-            planned = op(rec)
+            planned = run(rec)
             planned.dry_run = True  # "nothing to do" is answered before any planning
             return planned
         if end_open:
@@ -404,7 +380,7 @@ class TakeBacks:
                 current.end()
         elif (not end_open if join is None else join) and current is not None:
             rec = dataclasses.replace(rec, join=(self.name, current.n))
-        result = op(rec)
+        result = run(rec)
         shown_nothing = isinstance(plan, ops.TurnOpResult) and plan.nothing
         if result.nothing and plan is not None and not shown_nothing:
             # The plan confirmed did something; now there is nothing to do: not that plan.
