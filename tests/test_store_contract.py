@@ -124,6 +124,44 @@ def test_trees_decode(opener: Opener) -> None:
     assert opener().objects.get_tree(tid) == tree
 
 
+def test_tree_changes_are_the_entries_that_differ_and_a_damaged_tree_is_named(
+    opener: Opener,
+) -> None:
+    from takeback.model import DIR, FILE, Entry, Tree, encode_tree
+
+    s = opener()
+    x, y = s.objects.put("blob", b"x" * 300), s.objects.put("blob", b"y" * 300)
+    sub = s.objects.put("tree", encode_tree({"f": Entry(FILE, 0o644, x, 300)}))
+    old: Tree = {
+        "same.txt": Entry(FILE, 0o644, x, 300),
+        "edited.txt": Entry(FILE, 0o644, x, 300),
+        "gone.txt": Entry(FILE, 0o644, y, 300),
+        "dir": Entry(DIR, 0o755, sub, 0),
+    }
+    new: Tree = {**old, "edited.txt": Entry(FILE, 0o644, y, 300), "made.txt": old["gone.txt"]}
+    del new["gone.txt"]
+    a_id = s.objects.put("tree", encode_tree(old))
+    b_id = s.objects.put("tree", encode_tree(new), None, a_id)  # a delta on the old
+    s.objects.flush()
+    for store in (s, opener()):  # in memory, and read back by another handle
+        a, b = store.objects.tree_changes(a_id, b_id)
+        assert a == {"edited.txt": old["edited.txt"], "gone.txt": old["gone.txt"]}
+        assert b == {"edited.txt": new["edited.txt"], "made.txt": new["made.txt"]}
+        assert store.objects.tree_changes(None, b_id) == ({}, new)
+        assert store.objects.tree_changes(a_id, None) == (old, {})
+    # Decoded already on both sides: the same answer from the decoded trees.
+    t = opener()
+    t.objects.get_tree(a_id), t.objects.get_tree(b_id)
+    assert t.objects.tree_changes(a_id, b_id) == s.objects.tree_changes(a_id, b_id)
+    # Stored bytes that hash right but are no tree: an error naming that tree.
+    bad = s.objects.put("tree", b"not a tree")
+    s.objects.flush()
+    with pytest.raises(StoreCorruptError, match=bad[:12]):
+        opener().objects.tree_changes(a_id, bad)
+    with pytest.raises(StoreCorruptError, match=bad[:12]):
+        opener().objects.tree_changes(bad, a_id)
+
+
 def _tree(s: Store) -> str:
     from takeback.model import encode_tree
 

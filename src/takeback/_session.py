@@ -606,7 +606,7 @@ class Step:
             deltas = [
                 (p, a, b)
                 for p, a, b in ops.diff_trees(
-                    store.objects.get_tree, self.before.tree, self.after.tree
+                    store.objects.tree_changes, self.before.tree, self.after.tree
                 )
                 if not ((a is None or a.kind == DIR) and (b is None or b.kind == DIR))
             ]

@@ -80,6 +80,42 @@ def decode_tree(data: bytes) -> Tree:
     return tree
 
 
+def changed_entries(old: bytes, new: bytes) -> tuple[Tree, Tree]:
+    """Return the entries of two trees' canonical bytes that are not byte for byte alike.
+
+    What a comparison of two versions of a folder needs: an entry whose record is the
+    same on both sides (kind, mode, size, name and id) is left out of both, and only the
+    rest is decoded (a folder with one file changed decodes two records, not all).
+
+    Raises:
+        ValueError: either is not a tree.
+    """
+    a, b = _records(old), _records(new)
+    if a and b:
+        same = a.keys() & b.keys()
+        for record in same:
+            del a[record], b[record]
+    return _decode_records(a), _decode_records(b)
+
+
+def _records(data: bytes) -> dict[bytes, None]:
+    """Split a tree's canonical bytes into its records (in order, each with its id)."""
+    out: dict[bytes, None] = {}
+    pos, end = 0, len(data)
+    find = data.find
+    while pos < end:
+        nul = find(b"\0", pos)
+        if nul < 0 or nul + 33 > end:
+            raise ValueError("tree record is cut short")
+        out[data[pos : nul + 33]] = None
+        pos = nul + 33
+    return out
+
+
+def _decode_records(records: dict[bytes, None]) -> Tree:
+    return decode_tree(b"".join(records)) if records else {}
+
+
 def tree_links(data: bytes) -> tuple[list[str], list[str]]:
     """Return the ids a tree's canonical bytes name: (subtrees, blobs of files and links).
 

@@ -102,7 +102,7 @@ def diff(
     filters = list(paths) if paths is not None else None
     triples = (
         (p, old, new)
-        for p, old, new in diff_trees(store.objects.get_tree, old_tree, new_tree)
+        for p, old, new in diff_trees(store.objects.tree_changes, old_tree, new_tree)
         if under(p, filters)
     )
     files, chunks = _diff_states(store, triples, patch=patch, binary=binary)

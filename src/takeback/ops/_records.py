@@ -73,7 +73,7 @@ def _step_changed(store: Store, before: str | None, after: str | None, path: str
     """Whether the snapshots before and after a step differ at ``path``."""
     a, b = _tree_of(store, before), _tree_of(store, after)
     return bool(a and b) and any(
-        p == path for p, _x, _y in diff_trees(store.objects.get_tree, a, b)
+        p == path for p, _x, _y in diff_trees(store.objects.tree_changes, a, b)
     )
 
 

@@ -67,7 +67,7 @@ def plan(
     # A path whose kind changed comes twice from diff_trees (the old entry going, the new
     # one coming): one move, so that a folder kept for what is in it blocks the file.
     merged: dict[str, tuple[Entry | None, Entry | None]] = {}
-    for p, old, new in diff_trees(store.objects.get_tree, current, target.tree):
+    for p, old, new in diff_trees(store.objects.tree_changes, current, target.tree):
         if under(p, filters):
             merged[p] = (merged[p][0] if p in merged else old, new)
     moves = [engine.Move(p, old, old, new) for p, (old, new) in merged.items()]

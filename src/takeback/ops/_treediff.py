@@ -12,19 +12,22 @@ Delta = tuple[str, Entry | None, Entry | None]
 
 
 def diff_trees(
-    get_tree: Callable[[str], Tree], old: str | None, new: str | None, prefix: str = ""
+    changes: Callable[[str | None, str | None], tuple[Tree, Tree]],
+    old: str | None,
+    new: str | None,
+    prefix: str = "",
 ) -> Iterator[Delta]:
     """Yield every path whose entry differs between tree ``old`` and tree ``new``.
 
-    Folders appear as entries of kind ``d`` when they appear, vanish or change mode;
-    a folder with the same tree id on both sides is not opened. Paths come parents
-    first, in name order.
+    ``changes`` returns the entries of two trees that differ (``Objects.tree_changes``:
+    of two versions of a folder, only those are decoded). Folders appear as entries of
+    kind ``d`` when they appear, vanish or change mode; a folder with the same tree id on
+    both sides is not opened. Paths come parents first, in name order.
     """
     allow_deep_trees()
     if old == new:
         return
-    a = get_tree(old) if old else {}
-    b = get_tree(new) if new else {}
+    a, b = changes(old, new)
     for name in sorted(a.keys() | b.keys()):
         path = prefix + name
         ea, eb = a.get(name), b.get(name)
@@ -34,12 +37,12 @@ def diff_trees(
             assert ea is not None and eb is not None
             if ea.mode != eb.mode:
                 yield path, ea, eb
-            yield from diff_trees(get_tree, ea.oid, eb.oid, path + "/")
+            yield from diff_trees(changes, ea.oid, eb.oid, path + "/")
             continue
         if da:
             assert ea is not None
             yield path, ea, None
-            yield from diff_trees(get_tree, ea.oid, None, path + "/")
+            yield from diff_trees(changes, ea.oid, None, path + "/")
             if eb is not None:
                 yield path, None, eb
             continue
@@ -48,7 +51,7 @@ def diff_trees(
             if ea is not None:
                 yield path, ea, None
             yield path, None, eb
-            yield from diff_trees(get_tree, None, eb.oid, path + "/")
+            yield from diff_trees(changes, None, eb.oid, path + "/")
             continue
         if entry_state(ea) != entry_state(eb) or (
             ea is not None and eb is not None and ea.size != eb.size

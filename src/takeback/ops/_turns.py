@@ -259,7 +259,7 @@ def join_command(
     # A path whose kind changed comes twice from diff_trees (the old entry going, the new
     # one coming): one change, from the first's old to the last's new.
     merged: dict[str, tuple[Entry | None, Entry | None]] = {}
-    for p, a, b in diff_trees(store.objects.get_tree, before_tree, after_tree):
+    for p, a, b in diff_trees(store.objects.tree_changes, before_tree, after_tree):
         merged[p] = (merged[p][0] if p in merged else a, b)
     scope = None
     deltas = []

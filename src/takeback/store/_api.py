@@ -80,6 +80,13 @@ class Objects(Protocol):
         """Return a decoded tree."""
         ...
 
+    def tree_changes(self, old: str | None, new: str | None) -> tuple[Tree, Tree]:
+        """Return the entries of two trees (None: empty) whose records differ, each side's.
+
+        An entry alike in both (kind, mode, size, name and id) is in neither.
+        """
+        ...
+
     def entries(self) -> list[tuple[str, str, str | None]]:
         """Return every committed object: (id, kind, base), each base before its deltas."""
         ...

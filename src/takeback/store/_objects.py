@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import StoreCorruptError, StoreError
-from ..model import Tree, decode_tree
+from ..model import Tree, changed_entries, decode_tree
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -283,7 +283,13 @@ class PackedObjects:
             if data and hashlib.sha256(data).hexdigest() == oid:
                 # The row is trusted to hold these bytes, as it is when they are in memory.
                 depth = self._row_depth(oid)
-                return None if depth is None or depth >= MAX_DEPTH else (depth, data)
+                if depth is None:
+                    return None
+                # Kept: what replaces a base is compared with it next (a step's changes
+                # are the old trees against the new), and reading it back would follow
+                # its chain of deltas.
+                self._keep_raw(oid, data)
+                return None if depth >= MAX_DEPTH else (depth, data)
             row = self._row_full(oid)
             if row is None or row[2] >= MAX_DEPTH:
                 return None
@@ -292,6 +298,8 @@ class PackedObjects:
         depth = self._depth(oid)
         if depth is None or depth >= MAX_DEPTH:
             return None
+        if data is not None and self._uncommitted(oid) is None and oid not in self._raw:
+            self._keep_raw(oid, data)  # stored (its row has a depth): as above
         data = data or self.get(oid)
         return (depth, data) if data else None
 
@@ -522,6 +530,35 @@ class PackedObjects:
         gone = self._raw.pop(oid, None)
         if gone is not None:
             self._raw_bytes -= len(gone)
+
+    def tree_changes(self, old: str | None, new: str | None) -> tuple[Tree, Tree]:
+        """Return the entries of two trees (None: empty) whose records differ, each side's.
+
+        Only those are decoded: two versions of a folder with one file changed decode
+        two records, where decoding both trees whole decodes them all.
+
+        Raises:
+            StoreCorruptError: either is missing, damaged or not a tree.
+        """
+        if old is not None and new is not None and old in self._trees and new in self._trees:
+            a, b = dict(self._trees[old]), dict(self._trees[new])
+            for name in [n for n, e in a.items() if b.get(n) == e]:
+                del a[name], b[name]
+            return a, b
+        old_bytes = self.get(old) if old else b""
+        new_bytes = self.get(new) if new else b""
+        try:
+            return changed_entries(old_bytes, new_bytes)
+        except ValueError as e:
+            bad = new
+            if old is not None:
+                try:
+                    decode_tree(old_bytes)
+                except ValueError:
+                    bad = old
+            raise StoreCorruptError(
+                f"store tree {(bad or '')[:12]} is malformed", path=self.path
+            ) from e
 
     def get_tree(self, oid: str) -> Tree:
         """Return a decoded tree (cached; trees are immutable)."""
