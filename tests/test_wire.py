@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from takeback import _wire
 
@@ -68,3 +73,38 @@ def test_headers_name_their_kind_and_a_length() -> None:
     assert _wire.header(b"takeback-run -1", _wire.CALL) is None
     assert _wire.header(b"takeback-run", _wire.CALL) is None
     assert _wire.header(b'{"op": "status"}', _wire.CALL) is None
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(st.dictionaries(st.text(), _json_values, max_size=6), st.sampled_from(["", " ", "\n"]))
+def test_a_payload_is_read_as_json_reads_it(doc: dict[str, object], space: str) -> None:
+    for raw in (json.dumps(doc), json.dumps(doc, ensure_ascii=False, indent=2)):
+        data = (space + raw + space).encode()
+        assert _wire.json_object(data) == json.loads(data)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"", b"[]", b'"x"', b"1", b"{", b'{"a": 1} x', b'{"a": 1}{}', b"\xff{}", b"{'a': 1}"],
+)
+def test_what_is_not_one_json_object_is_none(raw: bytes) -> None:
+    assert _wire.json_object(raw) is None
+    # The same in a process that never loaded json (a hook call's), where the scanner
+    # reports its errors differently.
+    code = (
+        f"import sys; from takeback import _wire; sys.exit(_wire.json_object({raw!r}) is not None)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_json_constants_are_read_as_json_reads_them() -> None:
+    got = _wire.json_object(b'{"n": NaN, "i": Infinity, "m": -Infinity, "e": 1e400}')
+    assert got is not None
+    assert got["n"] != got["n"] and got["i"] == float("inf") == got["e"]
+    assert got["m"] == float("-inf")

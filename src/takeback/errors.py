@@ -22,10 +22,9 @@ that turns an exception into a process exit code.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 TYPE_CHECKING = False  # not typing's: see takeback/__init__.py
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
 
 from ._argv import GLOBAL_VALUED, read
 
 TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable, Sequence
 
     from ..integrations.claude_code._call import HookCall
     from ..integrations.claude_code._deadline import Deadline
@@ -153,18 +153,14 @@ def _relayed(argv: Sequence[str], call: HookCall, raw: bytes, deadline: Deadline
     its own) is handed over. The caller keeps its bound: the ``Deadline`` is armed while
     it waits.
     """
-    import json
-
+    from .._wire import json_object
     from ._relay import BrokeOff, exchange, store_for
 
     if call.problems:
         return False
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        return False
+    doc = json_object(raw)  # None: run here, where the payload's fault is logged
     # Copilot's camelCase payloads name no event: its command does (``--event``).
-    if not isinstance(doc, dict) or (doc.get("hook_event_name") or call.event) in (None, *_STARTS):
+    if doc is None or (doc.get("hook_event_name") or call.event) in (None, *_STARTS):
         return False
     env = os.environ
     cwd = doc.get("cwd")

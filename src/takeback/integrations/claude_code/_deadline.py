@@ -30,6 +30,17 @@ FIRST_SCAN_TIMEOUT = 600.0
 TIMEOUT_ENV = "TAKEBACK_HOOK_TIMEOUT"
 
 
+def _signals() -> Any:
+    """The signal functions and numbers the bound uses, from the C module under ``signal``.
+
+    ``signal`` itself wraps them in enums, which cost a hook call's start-up 2 ms; the
+    bound needs none of what it adds (its names and values are the same).
+    """
+    import _signal  # type: ignore[import-not-found]  # the stubs name only ``signal``
+
+    return _signal
+
+
 class Deadline:
     """A wall-clock bound on one hook call (``SIGALRM``, so only in the main thread).
 
@@ -83,8 +94,7 @@ class Deadline:
 
     def start(self) -> None:
         """Arm the bound (nothing happens when it is off or signals are out of reach)."""
-        import signal
-
+        signal = _signals()
         if self.seconds <= 0 or not hasattr(signal, "setitimer"):
             return
         try:
@@ -99,8 +109,7 @@ class Deadline:
 
     def extend(self, seconds: float) -> None:
         """Let the call run ``seconds`` from its start in all, when that is longer."""
-        import signal
-
+        signal = _signals()
         if self._started == 0.0 or seconds <= self.seconds:
             return
         self.seconds = seconds
@@ -109,8 +118,7 @@ class Deadline:
 
     def stop(self) -> None:
         """Disarm the bound and put back the handler it replaced."""
-        import signal
-
+        signal = _signals()
         if self._started == 0.0:
             return
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -118,8 +126,7 @@ class Deadline:
         self._started = 0.0
 
     def _expire(self, _signum: int, _frame: object) -> None:
-        import signal
-
+        signal = _signals()
         if self._fired:
             os._exit(0)  # logging itself hung: leave without it
         self._fired = True

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
 
 from ...errors import TakebackError, UsageError
 from ._call import AGENT
 
 TYPE_CHECKING = False  # not typing's: a hook call's start-up (see takeback/__init__.py)
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from ._call import HookCall
