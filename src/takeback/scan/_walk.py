@@ -308,15 +308,23 @@ class Scanner:
         finally:
             reader.stop()
         cache: dict[str, bytes | None] | None = None
-        if self._cache is None or self._cache.shards is None or self._new != self._old:
+        # A scan that started from the old records knows which it touched: nothing that
+        # grows with the folders (a million files: 50,000) is compared or subtracted.
+        if self._bulk:
+            changed = bool(self._touched)
+            gone = [rel for rel in self._touched if rel in self._old and rel not in self._new]
+        else:
+            changed = self._new != self._old
+            gone = list(self._old.keys() - self._new.keys()) if changed else []
+        if self._cache is None or self._cache.shards is None or changed:
             if self._cache is None:
                 made, cache = new_cache(self._new)
             else:
                 made, cache = self._cache.derive(self._new, self._touched if self._bulk else None)
             # This scan's sums are the new cache's: the next scan need not add them up.
             made.counts = self._tally.sums()
-            for gone in self._old.keys() - self._new.keys():
-                self._detail_out[gone] = None
+            for rel in gone:
+                self._detail_out[rel] = None
         tally = self._tally
         return ScanResult(
             tree=tree_id,
