@@ -102,6 +102,98 @@ def test_a_hint_lists_only_the_named_folders(tmp_path: Path) -> None:
     assert result.changed_dirs == 2
 
 
+def test_folders_above_a_change_are_made_from_their_last_trees_as_a_full_scan_makes_them(
+    tmp_path: Path,
+) -> None:
+    """A hinted scan lists only the folders named; those above them are not listed.
+
+    Their trees are their last ones with the changed subfolders' ids, and what their own
+    ignore files say still applies below them.
+    """
+    from takeback.scan import Scanner
+
+    root = tmp_path / "ws"
+    for d in ("a/b/c", "a/b/skip", "a/x", "z"):
+        (root / d).mkdir(parents=True)
+    (root / ".gitignore").write_text("*.log\n")
+    (root / "a" / ".gitignore").write_text("skip/\n")  # in a folder above the change
+    (root / "a" / "b" / "c" / "f.txt").write_text("one\n")
+    (root / "a" / "b" / "c" / "g.log").write_text("ignored\n")
+    (root / "a" / "b" / "skip" / "s.txt").write_text("left out\n")
+    (root / "a" / "x" / "y.txt").write_text("y\n")
+    (root / "a" / "top.txt").write_text("top\n")
+    (root / "z" / "z.txt").write_text("z\n")
+    store = FolderStore.open(str(tmp_path / "store"), str(root), create=True)
+    age(root)
+    scan(store, Options())
+    (root / "a" / "b" / "c" / "f.txt").write_text("two\n")
+    (root / "a" / "b" / "c" / "new.txt").write_text("new\n")
+    (root / "a" / "b" / "c" / "new.log").write_text("ignored too\n")
+    meta = store.meta
+    scanner = Scanner(
+        str(root),
+        put=store.objects.put,
+        cache=stored_cache(meta)[1],
+        dircache_get=meta.get_dircache,
+        max_file_bytes=1 << 20,
+        get=store.objects.get,
+    )
+    listed: list[str] = []
+    real = scanner._lister.listing
+
+    def spy(rel: str, *args: Any, **kwargs: Any) -> Any:
+        listed.append(rel)
+        return real(rel, *args, **kwargs)
+
+    scanner._lister.listing = spy  # type: ignore[method-assign]
+    hinted = scanner.scan(hint=["a/b/c"])
+    assert not scanner.not_vouched
+    assert listed == ["a/b/c"]
+    store.objects.flush()
+    full = scan(store, Options())
+    assert hinted.tree == full.tree
+    assert hinted.changed_dirs == 4  # a/b/c and the three folders above it
+    from takeback.ops import lookup
+
+    assert lookup(store.objects.get_tree, hinted.tree, "a/b/c/new.txt") is not None
+    assert lookup(store.objects.get_tree, hinted.tree, "a/b/c/new.log") is None
+    assert lookup(store.objects.get_tree, hinted.tree, "a/b/skip") is None
+
+
+def test_a_folder_above_a_change_with_a_racy_file_is_listed(tmp_path: Path) -> None:
+    from takeback.scan import Scanner
+
+    root, store = make(tmp_path)
+    (root / "d1" / "sub").mkdir()
+    (root / "d1" / "sub" / "s.txt").write_text("s\n")
+    age(root)
+    (root / "d1" / "fresh.txt").write_text("written just now\n")  # racy: not trusted
+    scan(store, Options())
+    (root / "d1" / "sub" / "s.txt").write_text("t\n")
+    meta = store.meta
+    scanner = Scanner(
+        str(root),
+        put=store.objects.put,
+        cache=stored_cache(meta)[1],
+        dircache_get=meta.get_dircache,
+        max_file_bytes=1 << 20,
+        get=store.objects.get,
+    )
+    listed: list[str] = []
+    real = scanner._lister.listing
+
+    def spy(rel: str, *args: Any, **kwargs: Any) -> Any:
+        listed.append(rel)
+        return real(rel, *args, **kwargs)
+
+    scanner._lister.listing = spy  # type: ignore[method-assign]
+    hinted = scanner.scan(hint=["d1/sub"])
+    store.objects.flush()
+    # d1 holds a file whose stat is not trusted: it is listed (and the file read again).
+    assert sorted(listed) == ["d1", "d1/sub"]
+    assert hinted.tree == scan(store, Options()).tree
+
+
 def test_a_folder_that_vanishes_or_a_file_that_is_unreadable(tmp_path: Path) -> None:
     root, store = make(tmp_path)
     (root / "d0" / "sock").mkdir()
@@ -245,7 +337,7 @@ def test_a_changed_folders_last_tree_is_made_from_the_cache_exactly(
     the bytes made are the stored tree's; a folder with an unreadable entry makes none."""
     import hashlib
 
-    from takeback.scan import _walk
+    from takeback.scan import _list, _walk
     from takeback.scan._cache import _TREE, _UNREAD
     from takeback.store import _objects
 
@@ -260,7 +352,7 @@ def test_a_changed_folders_last_tree_is_made_from_the_cache_exactly(
     os.symlink("f1.txt", d0 / "link")
     opts = Options(max_file_bytes=1024)
     made: list[tuple[str, bytes | None]] = []
-    real = _walk._last_tree
+    real = _list._last_tree
 
     def spy(detail: dict[str, Any], old: Any, subdirs: list[tuple[str, int]]) -> bytes | None:
         body = real(detail, old, subdirs)

@@ -30,6 +30,7 @@ from ._tree import (
     encode_state,
     encode_tree,
     entry_state,
+    replace_ids,
     tree_links,
 )
 
@@ -65,6 +66,7 @@ __all__ = [
     "encode_state",
     "encode_tree",
     "entry_state",
+    "replace_ids",
     "tree_links",
     "unreadable_json",
 ]

@@ -116,6 +116,46 @@ def _decode_records(records: dict[bytes, None]) -> Tree:
     return decode_tree(b"".join(records)) if records else {}
 
 
+def replace_ids(data: bytes, ids: dict[str, tuple[str, str]]) -> bytes:
+    """Return a tree's canonical bytes with some folders' ids replaced.
+
+    ``ids`` maps a folder's name to its id in ``data`` and the id that replaces it; the
+    names and their order are kept, so the result is the canonical bytes of the tree
+    with those entries changed, as encoding it anew would give.
+
+    Raises:
+        ValueError: ``data`` is not a tree, or does not hold each named folder with the
+            id given.
+    """
+    enc, errors = _FS_ENCODING, _FS_ERRORS
+    want = {
+        n.encode(enc, errors): (bytes.fromhex(a), bytes.fromhex(b)) for n, (a, b) in ids.items()
+    }
+    out: list[bytes] = []
+    pos = last = found = 0
+    end = len(data)
+    find = data.find
+    while pos < end:
+        nul = find(b"\0", pos)
+        if nul < 0 or nul + 33 > end:
+            raise ValueError("tree record is cut short")
+        if data[pos] == 0x64:  # d
+            fields = data[pos:nul].split(b" ", 3)
+            hit = want.get(fields[3]) if len(fields) == 4 else None
+            if hit is not None:
+                if data[nul + 1 : nul + 33] != hit[0]:
+                    raise ValueError("a folder's id is not the one given")
+                out.append(data[last : nul + 1])
+                out.append(hit[1])
+                last = nul + 33
+                found += 1
+        pos = nul + 33
+    if found != len(want):
+        raise ValueError("a folder named is not in the tree")
+    out.append(data[last:])
+    return b"".join(out)
+
+
 def tree_links(data: bytes) -> tuple[list[str], list[str]]:
     """Return the ids a tree's canonical bytes name: (subtrees, blobs of files and links).
 

@@ -88,12 +88,13 @@ def audit(store: Store, ask: Ask) -> AuditResult:
             exclude_env=bool(env),
             exclude=[store.path],
             forks=0,
+            get=store.objects.get,
         )
 
     vouched = scanner()
     seen = vouched.scan(hint=dirs, recheck_index=index)
-    if vouched.links_changed:
-        return AuditResult(None, "a hard link was made or removed: a full scan is due")
+    if vouched.not_vouched:
+        return AuditResult(None, f"{vouched.not_vouched}: a full scan is due")
     # The full scan checks every folder's listing and stats against the same cache (as
     # every snapshot without the service does): what the service missed differs there.
     full = scanner()

@@ -209,6 +209,7 @@ def _scan(
             # handing them to threads and waiting for them.
             workers=0 if few else read_workers(),
             forks=check_forks(),
+            get=store.objects.get,
         )
 
     scanner = scanner_for(hint)
@@ -217,10 +218,11 @@ def _scan(
     behind = store.objects.write_behind() if hint is None or len(hint) > FEW_FOLDERS else None
     with behind or contextlib.nullcontext():
         result = scanner.scan(hint=hint, recheck_index=bool(changes and changes.index))
-        if scanner.links_changed:
-            # A hard link was made or removed: the file's other names may lie in folders
-            # the service saw no change in. Scan in full (what was stored stays, unused).
-            hint, why = None, "a hard link was made or removed"
+        if scanner.not_vouched:
+            # A hard link was made or removed (the file's other names may lie in folders
+            # the service saw no change in), say. Scan in full (what was stored stays,
+            # unused).
+            hint, why = None, scanner.not_vouched
             result = scanner_for(None).scan()
         # Objects first, then the cache rows that name them: a crash in between leaves
         # unreferenced objects, never a cache entry pointing at nothing. The cache and the

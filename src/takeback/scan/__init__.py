@@ -17,8 +17,9 @@ from ._cache import (
     load_cache,
     load_legacy_cache,
 )
+from ._result import ScanResult
 from ._scope import TreeScope, in_scope
-from ._walk import GRANULARITY_NS, Scanner, ScanResult
+from ._walk import GRANULARITY_NS, Scanner
 
 __all__ = [
     "CACHE_KEY",

@@ -20,13 +20,25 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import stat
 import struct
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from .._fs import TMP_PREFIX, read_regular
-from ._cache import _LISTING, _PARTIAL, _SKIP, _USES_INDEX, _Fast
+from ..model import DIR, Entry, Tree, encode_tree
+from ._cache import (
+    _IDS,
+    _LISTING,
+    _NAMES,
+    _PARTIAL,
+    _SKIP,
+    _UNREAD,
+    _USES_INDEX,
+    LINKED_PREFIX,
+    _Fast,
+)
 from ._gitindex import GitIndex, common_git_dir, resolve_git_dir
 from ._ignore import IgnoreRules
 
@@ -348,11 +360,7 @@ class Lister:
         ``kinds`` gives them as a list, wanted only when the decisions are made afresh.
         Returns (rules, key, listing key, skip, partial, uses_index).
         """
-        if ".gitignore" in names or ".takebackignore" in names:
-            gi = self._read_small(absdir, ".gitignore") if ".gitignore" in names else None
-            ti = self._read_small(absdir, ".takebackignore") if ".takebackignore" in names else None
-            rules = rules.descend(rel, gi, ti)
-            key = _digest(key, os.fsencode(rel), gi or b"-", ti or b"-")
+        rules, key = self.descend(rel, absdir, names, rules, key)
         base_key = _digest(key, b"x" if excluded else b"", kinds_blob)
         # A folder whose decisions consulted git's index (it has an ignored entry, which
         # stays in scope if git tracks it) also depends on the index; others do not.
@@ -366,6 +374,21 @@ class Lister:
             skip, partial, uses_index = self._decide(rel, names, kinds(), rules, excluded)
             listing_key = _digest(base_key, self._index_sig) if uses_index else base_key
         return rules, key, listing_key, skip, partial, uses_index
+
+    def descend(
+        self, rel: str, absdir: str, names: Container[str], rules: IgnoreRules, key: bytes
+    ) -> tuple[IgnoreRules, bytes]:
+        """Return the rules and key in force below a folder holding ``names``.
+
+        A folder's own ignore files (``.gitignore``, ``.takebackignore``) join the rules
+        above it; the key says which rules those are.
+        """
+        if ".gitignore" in names or ".takebackignore" in names:
+            gi = self._read_small(absdir, ".gitignore") if ".gitignore" in names else None
+            ti = self._read_small(absdir, ".takebackignore") if ".takebackignore" in names else None
+            rules = rules.descend(rel, gi, ti)
+            key = _digest(key, os.fsencode(rel), gi or b"-", ti or b"-")
+        return rules, key
 
     def _decide(
         self, rel: str, names: list[str], kinds: list[str], rules: IgnoreRules, excluded: bool
@@ -403,3 +426,38 @@ class Lister:
     def _read_small(folder: str, name: str) -> bytes | None:
         # Not through a symlink (as git reads in-tree ignore files), never from a FIFO.
         return read_regular(os.path.join(folder, name), limit=1 << 20)
+
+
+def _last_tree(detail: dict[str, Any], old: _Fast, subdirs: list[tuple[str, int]]) -> bytes | None:
+    """Return a folder's last tree as its cache rows describe it (None: they cannot).
+
+    Its files' entries are in its detailed row and its subfolders' ids in its record;
+    their modes are taken from the listing, and an entry that could not be read is not
+    described at all. The store uses the bytes only if they hash to the last tree's id,
+    so a cache that differs in any way costs a read back, never a wrong base.
+    """
+    if old[_UNREAD]:
+        return None
+    tree: Tree = {
+        name: Entry(kind, mode, raw.hex(), size)
+        for name, (_sig, (kind, mode, raw, size)) in detail.items()
+    }
+    modes = dict(subdirs)
+    for name, cid in zip(old[_NAMES], old[_IDS], strict=True):
+        mode = modes.get(name)
+        if mode is None or not cid:
+            return None
+        tree[name] = Entry(DIR, mode, cid, 0)
+    return encode_tree(tree)
+
+
+def _links_key(kept: Sequence[tuple[str, _StatFields]]) -> bytes:
+    """The stat key a folder with files of several hard links saves (b"": it has none)."""
+    pairs = sorted(
+        (st.st_ino, st.st_nlink)
+        for _name, st in kept
+        if st.st_nlink > 1 and stat.S_ISREG(st.st_mode)
+    )
+    if not pairs:
+        return b""
+    return LINKED_PREFIX + _digest(*(b"%d %d" % p for p in pairs))

@@ -40,23 +40,22 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from .._fs import allow_deep_trees
-from ..errors import ScanError
-from ..model import DIR, FILE, LARGE, UNREADABLE, Entry, Tree, encode_tree
+from ..errors import ScanError, StoreError
+from ..model import DIR, FILE, LARGE, UNREADABLE, Entry, Tree, encode_tree, replace_ids
 from ._cache import (
     _FILES,
     _IDS,
     _LARGE,
     _LISTING,
     _NAMES,
+    _PARTIAL,
     _STAT,
     _TREE,
     _UNREAD,
     _USES_INDEX,
-    LINKED_PREFIX,
     SKIPPED_NAMED,
     FolderCache,
     Tally,
@@ -66,34 +65,25 @@ from ._cache import (
 )
 from ._check import Checker
 from ._ignore import IgnoreRules
-from ._list import Lister, _digest, _Listing, _StatFields, _Unreadable
+from ._list import Lister, _last_tree, _links_key, _Listing, _Unreadable
 from ._read import PutObject, Reader
+from ._result import ScanResult
 
 #: How close to the scan's start a timestamp may be before it is not trusted.
 GRANULARITY_NS = 1_000_000_000
 
 
-def _last_tree(detail: dict[str, Any], old: _Fast, subdirs: list[tuple[str, int]]) -> bytes | None:
-    """Return a folder's last tree as its cache rows describe it (None: they cannot).
+#: A folder's own ignore files: their rules apply below it.
+_IGNORE_FILES = (".gitignore", ".takebackignore")
 
-    Its files' entries are in its detailed row and its subfolders' ids in its record;
-    their modes are taken from the listing, and an entry that could not be read is not
-    described at all. The store uses the bytes only if they hash to the last tree's id,
-    so a cache that differs in any way costs a read back, never a wrong base.
-    """
-    if old[_UNREAD]:
-        return None
-    tree: Tree = {
-        name: Entry(kind, mode, raw.hex(), size)
-        for name, (_sig, (kind, mode, raw, size)) in detail.items()
-    }
-    modes = dict(subdirs)
-    for name, cid in zip(old[_NAMES], old[_IDS], strict=True):
-        mode = modes.get(name)
-        if mode is None or not cid:
-            return None
-        tree[name] = Entry(DIR, mode, cid, 0)
-    return encode_tree(tree)
+
+def _exists(path: str) -> bool:
+    """Whether a name is in its folder (whatever it is; a link is not followed)."""
+    try:
+        os.lstat(path)
+    except OSError:
+        return False
+    return True
 
 
 def _with_parents(paths: Iterable[str]) -> set[str]:
@@ -106,42 +96,6 @@ def _with_parents(paths: Iterable[str]) -> set[str]:
                 break
             p = p.rpartition("/")[0]
     return out
-
-
-def _links_key(kept: Sequence[tuple[str, _StatFields]]) -> bytes:
-    """The stat key a folder with files of several hard links saves (b"": it has none)."""
-    pairs = sorted(
-        (st.st_ino, st.st_nlink)
-        for _name, st in kept
-        if st.st_nlink > 1 and stat.S_ISREG(st.st_mode)
-    )
-    if not pairs:
-        return b""
-    return LINKED_PREFIX + _digest(*(b"%d %d" % p for p in pairs))
-
-
-@dataclass
-class ScanResult:
-    """What a scan found: the root tree and the counts a snapshot records."""
-
-    tree: str
-    files: int
-    skipped: list[str]
-    skipped_count: int
-    duration_ms: int
-    #: paths that could not be read (the first SKIPPED_NAMED), with why
-    unreadable: list[tuple[str, str]] = field(default_factory=list)
-    unreadable_count: int = 0
-    changed_dirs: int = 0
-    hashed_files: int = 0
-    #: The folder cache's rows to save once the objects are committed (None: the cache is
-    #: as it was), with the header first; see ``_cache.py``.
-    cache: dict[str, bytes | None] | None = None
-    cache_rows: dict[str, bytes | None] = field(default_factory=dict)
-    #: "service" (only the folders a watching service named were listed) or "full"
-    mode: str = "full"
-    #: why a full scan was taken, or how many folders the service named
-    reason: str = ""
 
 
 class Scanner:
@@ -163,6 +117,9 @@ class Scanner:
         put_packed: stores a batch of objects ``pack`` compressed (kind, id, size, bytes).
         workers: how many threads read files (0: none, everything on the calling one).
         forks: how many forked processes share the check pass with this one (0: none).
+        get: returns a stored object's bytes; with it, a scan that lists only the
+            folders a watcher named makes each folder above them from its last tree,
+            without listing it (see ``_above_change``).
     """
 
     def __init__(
@@ -180,8 +137,10 @@ class Scanner:
         put_packed: Callable[[Sequence[tuple[str, str, int, bytes]]], None] | None = None,
         workers: int = 0,
         forks: int = 1,
+        get: Callable[[str], bytes] | None = None,
     ) -> None:
         self.root = root
+        self._get = get
         self.max_file_bytes = max_file_bytes
         self.exclude_env = exclude_env
         self._put = put
@@ -220,9 +179,12 @@ class Scanner:
         self._touched: set[str] = set()
         #: the scan lists only the folders a watcher named (and the linked ones)
         self._hinted = False
-        #: a hinted scan found a hard link made or removed: a file's other names may be
-        #: in folders it did not list, so its result cannot be vouched for (see ``scan``)
-        self.links_changed = False
+        #: with ``_hinted``: the folders rebuilt only because a folder below them changed
+        self._above: set[str] = set()
+        #: why this scan's result must not be used, a full scan being due, or "": a
+        #: hinted scan found a hard link made or removed (a file's other names may be in
+        #: folders it did not list), or a folder above a change not as its record says
+        self.not_vouched = ""
 
     @property
     def folders(self) -> dict[str, _Fast]:
@@ -245,8 +207,8 @@ class Scanner:
                 the only ones listed, with every folder that holds a file of several hard
                 links (a write through another name is seen by no watch of its folder);
                 every other folder with a cache entry is taken as it was. None walks
-                everything. A hinted scan that finds a link made or removed sets
-                ``links_changed``: its result is not to be used (scan in full instead).
+                everything. A hinted scan that cannot vouch for its result (a link made
+                or removed, say) says why in ``not_vouched``: scan in full instead.
             recheck_index: with a hint, also list again every folder whose ignore
                 decisions consulted git's index (the index changed since the hint's start).
 
@@ -281,6 +243,7 @@ class Scanner:
                 if recheck_index:
                     hinted.extend(rel for rel, fast in self._old.items() if fast[_USES_INDEX])
                 revisit = _with_parents(hinted)
+                self._above = revisit.difference(hinted)
             elif self._old:
                 checker = Checker(self._lister, self._old, self._forks)
                 revisit = _with_parents(checker.dirty_dirs(rules, key))
@@ -348,6 +311,10 @@ class Scanner:
             if not self._bulk:
                 self._keep_subtree(rel)
             return str(old[_TREE])
+        if rel in self._above and old is not None:
+            made = self._above_change(rel, rules, key, excluded, revisit, old)
+            if made is not None:
+                return made
         got = self._listed.pop(rel, None) or self._lister.listing(rel, rules, key, excluded, old)
         reader = self._reader
         if (
@@ -388,6 +355,71 @@ class Scanner:
                 self._tally.add(old[_FILES], old[_LARGE], old[_UNREAD])
             return str(old[_TREE])
         return self._rebuild(rel, got, names, children, old, closed)
+
+    def _above_change(
+        self,
+        rel: str,
+        rules: IgnoreRules,
+        key: bytes,
+        excluded: bool,
+        revisit: set[str] | None,
+        old: _Fast,
+    ) -> str | None:
+        """Make a folder above a change from its last tree, without listing it.
+
+        A watcher that named no change in the folder itself vouches for its entries:
+        its files and its subfolders' names and modes are as its last tree holds them,
+        and only the ids of the subfolders below a change differ. Its tree is that tree
+        with those ids replaced; its record, the old one with them. What the folder's
+        listing would have given its subfolders (the rules and key of its own ignore
+        files) is read from those files alone. A million files' root folder of 500
+        entries is then neither listed nor decoded.
+
+        Returns its tree's id, or None when it must be listed after all (its record is
+        not vouched for: a racy file, hard links or unreadable entries; or its last
+        tree cannot be read).
+        """
+        if self._get is None or not old[_STAT] or is_linked(old[_STAT]) or old[_UNREAD]:
+            return None
+        try:
+            last = self._get(str(old[_TREE]))
+        except StoreError:
+            return None
+        absdir = os.path.join(self.root, rel) if rel else self.root
+        present = [name for name in _IGNORE_FILES if _exists(os.path.join(absdir, name))]
+        rules, key = self._lister.descend(rel, absdir, present, rules, key)
+        prefix = rel + "/" if rel else ""
+        partial = old[_PARTIAL]
+        ids: list[str] = []
+        for name in old[_NAMES]:
+            try:
+                ids.append(
+                    self._walk(prefix + name, rules, key, excluded or name in partial, revisit)
+                )
+            except _Unreadable:
+                # Its tree would name the subfolder as unreadable: as a full scan does.
+                self.not_vouched = "a folder could not be read"
+                return ""
+        children = tuple(ids)
+        changed = {
+            name: (was, now)
+            for name, was, now in zip(old[_NAMES], old[_IDS], children, strict=True)
+            if was != now
+        }
+        try:
+            body = replace_ids(last, changed)
+        except ValueError:
+            self.not_vouched = "a folder's last tree is not as its cache record says"
+            return ""
+        tree_id = hashlib.sha256(body).hexdigest()
+        self._put("tree", body, tree_id, str(old[_TREE]), base_bytes=lambda: last)
+        self._changed_dirs += 1
+        self._new[rel] = (*old[:_IDS], children, tree_id, *old[_TREE + 1 :])
+        if self._bulk:
+            self._touched.add(rel)
+        else:
+            self._tally.add(old[_FILES], old[_LARGE], old[_UNREAD])
+        return tree_id
 
     def _read_ahead(self, prefix: str, got: _Listing, excluded: bool) -> None:
         """List a folder's new subfolders now and start their reads (a first snapshot).
@@ -514,7 +546,7 @@ class Scanner:
         if self._hinted:
             had = old[_STAT] if old is not None and is_linked(old[_STAT]) else b""
             if links != had:
-                self.links_changed = True
+                self.not_vouched = "a hard link was made or removed"
         body = encode_tree(tree)
         if old is None and self._pack is not None and self._put_packed is not None:
             # A new folder (every folder of a first snapshot): no delta base to weigh,
