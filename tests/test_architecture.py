@@ -30,6 +30,7 @@ LAYERS = {
     "_host": 4,
     "_takebacks": 4,
     "_upkeep": 4,
+    "_sentences": 4,
     "__init__": 4,
     "__main__": 7,
     "integrations": 5,
