@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store import ObjectRow, Store
-from ._keep import GcPlan, plan, plan_history
+from ._keep import GcPlan, plan
 from ._policy import Policy
 from ._sweep import BETWEEN_SLICES, SLICE_SECONDS, Holds, Sweep
 from ._turns import shared_lock
@@ -204,7 +204,7 @@ def gc(
     with holds.exclusive():
         # The history as it is now: snapshots, turns and ops recorded since the mark
         # count, and the rows a kept one names stay.
-        again = plan_history(store, policy, now=now, purge=purge, purge_all=purge_all)
+        again = plan(store, policy, now=now, purge=purge, purge_all=purge_all, objects=False)
         sweep.remark(again)
         store.meta.drop_history_tx(
             turns=again.turns,

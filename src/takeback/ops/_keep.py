@@ -329,15 +329,3 @@ def plan(
     out.index = index
     out.kept_objects = len(index) - len(out.objects)
     return out
-
-
-def plan_history(
-    store: Store,
-    policy: Policy,
-    *,
-    now: float | None = None,
-    purge: Iterable[str] | None = None,
-    purge_all: bool = False,
-) -> GcPlan:
-    """Decide which history rows go, as :func:`plan` does, without the objects."""
-    return plan(store, policy, now=now, purge=purge, purge_all=purge_all, objects=False)
