@@ -84,7 +84,7 @@ def record_steps(tree: BenchTree, store: Path, steps: int, changed: int, seed: i
     t0 = time.monotonic()
     with takeback.Workspace(tree.root, store=store) as ws:
         ws.session(SESSION).start()
-        rec = ws.recording()
+        rec = ws._recording()
         st = rec.store
         meta = st.meta
         prev = meta.snapshot(meta.session(SESSION).baseline)  # type: ignore[union-attr]

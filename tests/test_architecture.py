@@ -30,6 +30,7 @@ LAYERS = {
     "_host": 4,
     "_takebacks": 4,
     "_upkeep": 4,
+    "_sentences": 4,
     "__init__": 4,
     "__main__": 7,
     "integrations": 5,
@@ -321,6 +322,44 @@ def test_ops_the_api_and_scan_see_the_store_only_through_its_public_names() -> N
     lazy = [(where, name) for name, where in takeback._WHERE.items()]
     bad += past_the_seam("__init__ (loaded on first use)", lazy, public)
     assert bad == []
+
+
+#: The most lines a module may have (STYLE.md 5: split a module before it passes about
+#: 800 lines), and in ``scan/``, the performance core, where a newcomer reads the most
+#: state at once, fewer.
+MAX_LINES = 800
+MAX_LINES_IN = {"scan": 600}
+
+
+def oversized(root: Path) -> list[str]:
+    """Return each module below ``root`` longer than its limit, with its count."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        limit = MAX_LINES_IN.get(rel.parts[0], MAX_LINES) if len(rel.parts) > 1 else MAX_LINES
+        count = len(path.read_text().splitlines())
+        if count > limit:
+            found.append(f"{rel.as_posix()}: {count} lines (at most {limit})")
+    return found
+
+
+def test_oversized_sees_each_limit(tmp_path: Path) -> None:
+    (tmp_path / "scan").mkdir()
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "scan" / "_big.py").write_text("x = 1\n" * 601)
+    (tmp_path / "scan" / "_fits.py").write_text("x = 1\n" * 600)
+    (tmp_path / "ops" / "_big.py").write_text("x = 1\n" * 801)
+    (tmp_path / "ops" / "_fits.py").write_text("x = 1\n" * 800)
+    (tmp_path / "scan.py").write_text("x = 1\n" * 700)
+    assert oversized(tmp_path) == [
+        "ops/_big.py: 801 lines (at most 800)",
+        "scan/_big.py: 601 lines (at most 600)",
+    ]
+
+
+def test_no_module_is_too_big_to_read() -> None:
+    over = oversized(PKG)
+    assert over == [], "split these modules along their seams: " + "; ".join(over)
 
 
 def test_public_names_are_sorted_and_real() -> None:

@@ -347,7 +347,8 @@ def test_a_snapshot_between_the_mark_and_the_sweep_keeps_content_the_mark_found_
     delta of a version that goes too). gc, which found it unreached, must find it
     reached again before it deletes anything, with the base it needs.
     """
-    from takeback.ops._gc import Policy, plan
+    from takeback.ops._keep import plan
+    from takeback.ops._policy import Policy
 
     lines = [f"line {i} " + "x" * 60 for i in range(80)]
 

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 import takeback
-from takeback.ops._gc import Policy, plan
+from takeback.ops._keep import plan
+from takeback.ops._policy import Policy
 from takeback.store import FolderStore
 
 from ._gc import build_history

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from takeback import Workspace
+from takeback import Workspace, summary
 
 from .conftest import CLI, files_state
 
@@ -88,7 +88,7 @@ def test_an_undo_a_person_already_did_by_hand_says_so(ws_dir: Path, store_dir: P
         assert got.reason == (
             "turn 1's changes are not in the workspace (its files are already as before it)"
         )
-        assert got.summary() == f"Nothing to undo: {got.reason}."
+        assert summary(got) == f"Nothing to undo: {got.reason}."
         assert len(ws.log()) == log and s.operations() == []
         assert [t.state for t in s.turns()] == ["undone"]
         assert s.undo().nothing and s.undo().reason is None  # nothing left at all

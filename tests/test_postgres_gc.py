@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 import takeback
-from takeback.ops._gc import Policy, plan
+from takeback.ops._keep import plan
+from takeback.ops._policy import Policy
 
 from ._gc import build_history
 from ._postgres import PgServer, pg_server, pg_url, run_suites_on

@@ -218,7 +218,8 @@ def test_an_undo_that_loses_its_connection_before_it_is_recorded_gives_the_way_b
 def test_gc_that_loses_its_connection_at_each_step_loses_nothing_kept(
     pg_url: str, ws_dir: Path, tmp_path: Path, at: str
 ) -> None:
-    from takeback.ops._gc import Policy, plan
+    from takeback.ops._keep import plan
+    from takeback.ops._policy import Policy
 
     from ._gc import build_history
 

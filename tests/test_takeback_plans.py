@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from takeback import ConflictError, Session, TurnOpResult, UsageError, Workspace
+from takeback import ConflictError, Session, TurnOpResult, UsageError, Workspace, summary
 from takeback.integrations._ui_api import UiApi, UiConfig
 
 from ._ui import APP_0, APP_1, README_0, README_1, TEST_1, record_three_turns
@@ -77,7 +77,7 @@ def test_a_plan_names_each_conflict_and_why_and_force_plans_over_it(
         assert plan.conflicts == ["tests/test_app.py"]
         assert plan.why == {"tests/test_app.py": "tests/test_app.py changed after turn 2"}
         assert plan.restored == ["src/app.py"]  # what is not in conflict
-        assert plan.summary() == (
+        assert summary(plan) == (
             "Would undo turn 2 of session 'agent'. Files it would restore: 1. Conflicts: 1."
         )
         assert plan.to_json()["why"] == plan.why and plan.to_json()["dry_run"] is True

@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from typing import Any
 
+    from ._sentences import summary
     from ._stores import copy_history, find_root
     from .errors import (
         ConflictError,
@@ -102,6 +103,7 @@ _WHERE = {
     "Workspace": "workspace",
     "copy_history": "_stores",
     "find_root": "_stores",
+    "summary": "_sentences",
 }
 
 __all__ = [
@@ -148,6 +150,7 @@ __all__ = [
     "__version__",
     "copy_history",
     "find_root",
+    "summary",
 ]
 
 

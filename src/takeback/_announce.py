@@ -42,7 +42,7 @@ def announce_files(
     """Send ``file.changed`` for each file (at most ``limit``), then the rest's count.
 
     Args:
-        emit: where events go (``Workspace.emit``).
+        emit: where events go (``Workspace._emit``: the log and the listeners).
         files: (path, word, tool call id) per file, in the order to announce.
         limit: at most this many ``file.changed`` events.
         where: what the change belongs to, put in every event (``session`` and

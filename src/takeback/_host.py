@@ -21,6 +21,13 @@ class Host(Protocol):
 
     ``Workspace`` is one; the session layer depends on this, not on the workspace module,
     so the two do not import each other.
+
+    What only sessions need is private (``_recording``, ``_emit``, ``_announce_restore``):
+    the plumbing between the API's modules, not the workspace's face. The rest is public
+    because the library's users use it too: ``open_store`` and ``has_store`` (the command
+    line, the hook and the tests read the store), ``rel`` (every face turns its paths into
+    the workspace's), and ``MAX_FILE_EVENTS`` (the documented bound on ``file.changed``
+    events).
     """
 
     root: str
@@ -30,11 +37,11 @@ class Host(Protocol):
 
     def open_store(self, *, create: bool = False) -> Store: ...
 
-    def recording(self, *, create: bool = False) -> ops.Recording: ...
+    def _recording(self, *, create: bool = False) -> ops.Recording: ...
 
     def has_store(self) -> bool: ...
 
-    def emit(self, event: dict[str, Any]) -> None: ...
+    def _emit(self, event: dict[str, Any]) -> None: ...
 
     def rel(
         self,
@@ -44,7 +51,7 @@ class Host(Protocol):
         follow: bool = True,
     ) -> str: ...
 
-    def announce_restore(
+    def _announce_restore(
         self,
         op: str,
         session: str,

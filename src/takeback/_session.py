@@ -54,7 +54,7 @@ class Session(TakeBacks):
             return info
         with ops.shared_lock(store):
             snap = ops.take(
-                self.workspace.recording(create=True),
+                self.workspace._recording(create=True),
                 kind="baseline",
                 session=self.name,
                 message="session start",
@@ -79,7 +79,7 @@ class Session(TakeBacks):
         try:
             self.start()
         except Exception as e:  # noqa: BLE001 - a failed snapshot never stops the agent
-            self.workspace.emit(
+            self.workspace._emit(
                 {
                     "event": "snapshot.failed",
                     "reason": _reason(e),
@@ -177,7 +177,7 @@ class Session(TakeBacks):
 
     def failed(self, e: BaseException, *, turn: int | None = None, step: int | None = None) -> None:
         """Say that recording failed (``snapshot.failed``); the agent goes on."""
-        self.workspace.emit(
+        self.workspace._emit(
             {
                 "event": "snapshot.failed",
                 "reason": _reason(e),
@@ -199,7 +199,7 @@ class Session(TakeBacks):
         ws = self.workspace
         try:
             snap = ops.take(
-                ws.recording(create=True),
+                ws._recording(create=True),
                 kind=kind,
                 session=self.name,
                 turn=turn,
@@ -208,7 +208,7 @@ class Session(TakeBacks):
                 also=also,
             )
         except Exception as e:  # noqa: BLE001 - a failed snapshot never stops the agent
-            ws.emit(
+            ws._emit(
                 {
                     "event": "snapshot.failed",
                     "reason": _reason(e),
@@ -334,7 +334,7 @@ class Turn:
         ):
             return False
         return ops.touch(
-            ws.recording(create=True),
+            ws._recording(create=True),
             self.session.name,
             self.n,
             rel,
@@ -358,11 +358,11 @@ class Turn:
         touches = store.meta.touches(self.session.name, self.n)
         # A command interrupted in this turn never got its after-snapshot: take it now,
         # or the turn's change list (and so undo) would miss what the command did.
-        ops.finish_open_steps(ws.recording(), self.session.name, self.n)
-        self._changes = ops.end_turn(ws.recording(), self.session.name, self.n)
+        ops.finish_open_steps(ws._recording(), self.session.name, self.n)
+        self._changes = ops.end_turn(ws._recording(), self.session.name, self.n)
         # file.changed is of files; the change list holds folders too.
         announce_files(
-            ws.emit,
+            ws._emit,
             [
                 (
                     c.path,
@@ -391,7 +391,7 @@ class Turn:
         row = store.meta.turn_row(self.session.name, self.n)
         if row is not None and row.state != "open":
             return self.end()
-        return ops.measure_turn(ws.recording(), self.session.name, self.n)
+        return ops.measure_turn(ws._recording(), self.session.name, self.n)
 
 
 class Step:
@@ -573,7 +573,7 @@ class Step:
         """Join what the command changed to its open turn (in the caller's transaction)."""
         assert self.before is not None and self.turn is not None
         return ops.join_command(
-            self.session.workspace.recording(),
+            self.session.workspace._recording(),
             self.session.name,
             self.turn,
             self.before.tree,
@@ -617,7 +617,7 @@ class Step:
             self.changed.append((path, file_word(was, new is not None and new.kind != DIR)))
         if not in_turn:
             announce_files(
-                ws.emit,
+                ws._emit,
                 [(path, word, call) for path, word in self.changed],
                 limit=ws.MAX_FILE_EVENTS,
                 session=self.session.name,

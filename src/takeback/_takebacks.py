@@ -369,7 +369,7 @@ class TakeBacks:
 
         ws = self.workspace
         current = self.current_turn()
-        rec = ws.recording()
+        rec = ws._recording()
         if dry_run:
             planned = run(rec)
             planned.dry_run = True  # "nothing to do" is answered before any planning
@@ -392,7 +392,7 @@ class TakeBacks:
                 reason="history",
             )
         if not result.nothing and not result.dry_run:
-            ws.announce_restore(
+            ws._announce_restore(
                 result.kind,
                 self.name,
                 {p: result.actions.get(p.rstrip("/"), "M") for p in result.restored},

@@ -32,7 +32,7 @@ class Upkeep:
         """Whether a store exists (given by ``Workspace``)."""
         raise NotImplementedError
 
-    def emit(self, event: dict[str, Any]) -> None:
+    def _emit(self, event: dict[str, Any]) -> None:
         """Send an event (given by ``Workspace``)."""
         raise NotImplementedError
 
@@ -99,7 +99,7 @@ class Upkeep:
         )
         result = ops.gc(store, policy, dry_run=dry_run, now=now, pause=pause)
         if not dry_run:
-            self.emit({"event": "gc.done", **result.to_json()})
+            self._emit({"event": "gc.done", **result.to_json()})
         return result
 
     def last_gc(self) -> float:
@@ -153,7 +153,7 @@ class Upkeep:
             purge_all=everything,
         )
         if not dry_run:
-            self.emit({"event": "purge.done", **result.to_json()})
+            self._emit({"event": "purge.done", **result.to_json()})
             if everything and self.store_url is not None:
                 self._drop_local()
         return result

@@ -139,15 +139,15 @@ class Workspace(StoreHome, Upkeep):
         """Call ``callback`` with every event (it is also logged in the store)."""
         self._listeners.append(callback)
 
-    def recording(self, *, create: bool = False) -> ops.Recording:
+    def _recording(self, *, create: bool = False) -> ops.Recording:
         """Return what the use cases work with: the store, the options, and this sink.
 
         Raises:
             StoreMissingError: there is no store and ``create`` is false.
         """
-        return ops.Recording(self.open_store(create=create), self.options, self.emit)
+        return ops.Recording(self.open_store(create=create), self.options, self._emit)
 
-    def emit(self, event: Event) -> None:
+    def _emit(self, event: Event) -> None:
         """Log an event in the store and hand it to the listeners (never raises)."""
         if self._store is not None:
             self._store.log_event(event)
@@ -208,7 +208,7 @@ class Workspace(StoreHome, Upkeep):
         if session is not None:
             self.session(session).start(on_progress=on_progress)
         info = ops.take(
-            self.recording(create=True),
+            self._recording(create=True),
             kind=kind,
             session=session,
             message=message,
@@ -259,7 +259,7 @@ class Workspace(StoreHome, Upkeep):
             raise UsageError(f"--by takes turn or step, not {by!r}")
         name = self.session(session).name
         return ops.bisect(
-            self.recording(),
+            self._recording(),
             name,
             command,
             good=good,
@@ -440,7 +440,7 @@ class Workspace(StoreHome, Upkeep):
         resolved = self.resolve(to, session=session)
         target = resolved.snapshot
         rels = [self.rel(p, follow=False) for p in paths] if paths is not None else None
-        rec = self.recording()
+        rec = self._recording()
         if join_open and not dry_run:
             n = ops.open_turn(rec.store, session)
             if n is not None:
@@ -457,7 +457,7 @@ class Workspace(StoreHome, Upkeep):
         result = dataclasses.replace(done, note=resolved.note)
         if not dry_run:
             actions = {i.path: i.action for i in done.plan.items}
-            self.announce_restore(
+            self._announce_restore(
                 "rewind",
                 session,
                 {p: actions.get(p, "M") for p in done.restored},
@@ -467,7 +467,7 @@ class Workspace(StoreHome, Upkeep):
             )
         return result
 
-    def announce_restore(
+    def _announce_restore(
         self,
         op: str,
         session: str,
@@ -492,7 +492,7 @@ class Workspace(StoreHome, Upkeep):
         """
         # A (made since the target) is removed, D (gone since) made again, M rewritten.
         announce_files(
-            self.emit,
+            self._emit,
             [
                 (p, file_word(written[p] != "D", written[p] != "A"), None)
                 for p in sorted(written)
@@ -502,7 +502,7 @@ class Workspace(StoreHome, Upkeep):
             session=session,
             op=op,
         )
-        self.emit(
+        self._emit(
             {
                 "event": "restore.done",
                 "op": op,

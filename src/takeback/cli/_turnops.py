@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Literal
 
+from .. import summary
 from ._render import plan_lines, quote_path, sid, write_bytes
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def report(ctx: Ctx, result: TurnOpResult) -> int:
     if ctx.json:
         ctx.emit_json(result.to_json())
         return code
-    ctx.out(result.summary())
+    ctx.out(summary(result))
     if result.nothing:
         return 0
     if result.dry_run:

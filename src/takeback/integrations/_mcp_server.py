@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, cast
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-from .. import __version__
+from .. import __version__, summary
 from ..errors import TakebackError
 from ._per_call import PerCall
 
@@ -308,7 +308,7 @@ class _Tools:
                 if kind == "undo"
                 else s.redo(force=force, join_open=True, merge=merge)
             )
-            return {**result.to_json(), "session": s.name, "message": result.summary()}
+            return {**result.to_json(), "session": s.name, "message": summary(result)}
 
     @_encodable
     def rewind(

@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import summary
 from ..errors import UsageError
 from ._per_call import PerCall
 
@@ -273,14 +274,14 @@ class UiApi:
                 r = ws.rewind(ref, dry_run=dry_run, session=s.name, plan=plan)
                 doc = r.to_json()
                 counts = doc["counts"]
-                summary = (
+                line = (
                     f"{'Would rewind' if dry_run else 'Rewound'} to {_point(ref)}: "
                     f"{counts.get('M', 0)} restored, {counts.get('A', 0)} removed, "
                     f"{counts.get('D', 0)} made again."
                 )
                 if r.note:
-                    summary += f" ({r.note})"
-                return {**doc, "op": "rewind", "session": s.name, "summary": summary}
+                    line += f" ({r.note})"
+                return {**doc, "op": "rewind", "session": s.name, "summary": line}
             if op == "undo":
                 result = s.undo(
                     turn=_opt_int(args, "turn"),
@@ -328,7 +329,7 @@ class UiApi:
                 result = s.unrevert(force=force, merge=merge, dry_run=dry_run, plan=plan)
             else:
                 raise UsageError(f"unknown operation: {op!r}")
-            return {**result.to_json(), "summary": result.summary()}
+            return {**result.to_json(), "summary": summary(result)}
 
 
 def _point(ref: str) -> str:

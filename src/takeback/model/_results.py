@@ -3,7 +3,9 @@
 One type each from the use case (``ops``) to the API and every face (``--json``, the MCP
 tools, the page), each rendering from ``to_json``: ``RewindResult`` (a rewind's plan and,
 unless it was a dry run, what it did), ``TurnOpResult`` (an undo, redo, revert or
-unrevert), and ``Region`` (where a merge's sides changed the same lines).
+unrevert), and ``Region`` (where a merge's sides changed the same lines). They are data:
+what they say in sentences for people is the API's ``_sentences`` (a take-back's
+summary) and the merge's (a region's lines, in a conflict's ``why``).
 """
 
 from __future__ import annotations
@@ -88,27 +90,6 @@ class Region:
             out["markers"] = list(self.markers)
         return out
 
-    def describe(self) -> str:
-        """The region for people: ``lines 12-14 (the record's 12-13, the target's 12)``."""
-        return (
-            f"{_lines_word(self.now)} (in the record: {_span(self.record)}; "
-            f"to write: {_span(self.target)})"
-        )
-
-
-def _span(r: Lines) -> str:
-    first, last = r
-    if last < first:
-        return f"none, after line {last}" if last else "none, at the top"
-    return f"line {first}" if first == last else f"lines {first}-{last}"
-
-
-def _lines_word(r: Lines) -> str:
-    first, last = r
-    if last < first:
-        return f"nothing now, after line {last}" if last else "nothing now, at the top"
-    return f"line {first}" if first == last else f"lines {first}-{last}"
-
 
 @dataclass
 class TurnOpResult:
@@ -174,41 +155,6 @@ class TurnOpResult:
     token: str | None = None
     reason: str | None = None
 
-    def summary(self) -> str:
-        """One line for people, naming the session and turns it acted on.
-
-        ``Undid turn 3 of session 'agent'. Files restored: 3.``, or ``Nothing to undo.``
-        (with its reason, when there is one: ``Nothing to undo: turn 4's changes …``).
-        """
-        if self.nothing:
-            why = f": {self.reason}" if self.reason else ""
-            return f"Nothing to {self.kind}{why}."
-        # Folders (``name/``) are counted apart: "files" means files (and links).
-        folders = sum(1 for p in self.restored if p.endswith("/"))
-        files = len(self.restored) - folders
-        count = f"Files it would restore: {files}." if self.dry_run else f"Files restored: {files}."
-        if folders:
-            count += f" Folders: {folders}."
-        if self.dry_run and self.conflicts:
-            count += f" Conflicts: {len(self.conflicts)}."
-        if self.merged:
-            count += f" Merged: {len(self.merged)}."
-        if self.markers:
-            count += f" With conflict markers: {len(self.markers)}."
-        named = self.session is not None
-        of = f" of session {self.session!r}" if named else ""
-        in_ = f" in session {self.session!r}" if named else ""
-        if self.kind == "undo-file":
-            would = "Would put" if self.dry_run else "Put"
-            return f"{would} back as before {self.ref}{in_}. {count}"
-        done = _DONE.get(self.kind, self.kind.capitalize())
-        if self.dry_run:
-            done = "Would take back hunks of" if self.kind == "undo-hunks" else f"Would {self.kind}"
-        if not self.turns:
-            return f"{done}{in_}. {count}"
-        word = "turn" if len(self.turns) == 1 else "turns"
-        return f"{done} {word} {', '.join(map(str, self.turns))}{of}. {count}"
-
     @property
     def effects(self) -> dict[str, PlanEffect]:
         """What is (or would be) done to each path of ``actions``: restore, remove, recreate."""
@@ -238,12 +184,3 @@ class TurnOpResult:
             "token": self.token,
             "reason": self.reason,
         }
-
-
-_DONE = {
-    "undo": "Undid",
-    "undo-hunks": "Took back hunks of",
-    "redo": "Redid",
-    "revert": "Reverted",
-    "unrevert": "Unreverted",
-}

@@ -4,8 +4,9 @@ Every operation that writes the workspace builds moves for the one restore engin
 (``_engine``): rewind (``_rewind``), and undo, redo, revert and unrevert (``_undo``) and
 one-file undo (``_undo_file``), each a take-back spec run by ``_takeback``, which with
 ``merge`` replaces a conflict's move by a three-way merge
-(``_merge``). Turns and their change lists are ``_turns``. What the store keeps, gc
-and purge are ``_gc``; checking and measuring the store, ``_fsck``; copying a history
+(``_merge``). Turns and their change lists are ``_turns``. The retention policy is
+``_policy``; what the store keeps, ``_keep`` and ``_mark``; gc and purge, ``_gc`` (its
+slices, ``_sweep``); checking and measuring the store, ``_fsck``; copying a history
 between stores, ``_copy``.
 
 Each use case is loaded on first use (``ops.take`` loads ``_snapshot`` alone): a hook call
@@ -23,19 +24,18 @@ if TYPE_CHECKING:
     from ._copy import CopyResult, copy_history, verify_objects
     from ._diff import DiffResult, FileDiff, diff, read_entry, turn_diff
     from ._fsck import DuResult, FsckResult, SessionUsage, du, fsck
-    from ._gc import (
+    from ._gc import GcResult, gc
+    from ._hunks import Hunk, turn_hunks, undo_hunks
+    from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
+    from ._policy import (
         LAST_GC,
-        GcResult,
         Policy,
         check_policy,
         claim_auto_gc,
-        gc,
         last_gc,
         read_policy,
         write_policy,
     )
-    from ._hunks import Hunk, turn_hunks, undo_hunks
-    from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
     from ._records import recorded_state
     from ._refs import Resolved, resolve
     from ._rewind import RewindOutcome, rewind
@@ -73,15 +73,15 @@ _WHERE = {
     "SessionUsage": "_fsck",
     "du": "_fsck",
     "fsck": "_fsck",
-    "LAST_GC": "_gc",
+    "LAST_GC": "_policy",
     "GcResult": "_gc",
-    "Policy": "_gc",
-    "check_policy": "_gc",
-    "claim_auto_gc": "_gc",
+    "Policy": "_policy",
+    "check_policy": "_policy",
+    "claim_auto_gc": "_policy",
     "gc": "_gc",
-    "last_gc": "_gc",
-    "read_policy": "_gc",
-    "write_policy": "_gc",
+    "last_gc": "_policy",
+    "read_policy": "_policy",
+    "write_policy": "_policy",
     "shared_lock": "_turns",
     "CopyResult": "_copy",
     "DEFAULT_MAX_FILE_BYTES": "_snapshot",

@@ -25,7 +25,9 @@ from ..errors import StoreCorruptError
 from ..model import DIR, FILE, LINK
 from ..scan import cached_ids
 from ..store import Store
-from ._gc import Policy, op_states, plan, reachable, state_oid
+from ._keep import plan
+from ._mark import op_states, reachable, state_oid
+from ._policy import Policy
 from ._snapshot import stored_cache
 from ._turns import shared_lock
 

@@ -27,7 +27,7 @@ from typing import cast
 
 import merge3
 
-from ..model import FILE, LARGE, Entry, Region
+from ..model import FILE, LARGE, Entry, Lines, Region
 from ._engine import Move
 from ._patch import is_binary, matching_runs, split_lines
 
@@ -239,4 +239,23 @@ def refusal_lines(
             yield p, f"{describe(p)} ({plan.unmerged[p]}: cannot be merged)"
         elif not markers:
             for r in plan.regions[p]:
-                yield p, f"{describe(p)}: both changed {r.describe()}"
+                yield p, f"{describe(p)}: both changed {_region_words(r)}"
+
+
+def _region_words(r: Region) -> str:
+    """A region for people: ``lines 12-14 (in the record: line 12; to write: none, ...)``."""
+    return f"{_now_words(r.now)} (in the record: {_span(r.record)}; to write: {_span(r.target)})"
+
+
+def _span(r: Lines) -> str:
+    first, last = r
+    if last < first:
+        return f"none, after line {last}" if last else "none, at the top"
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+def _now_words(r: Lines) -> str:
+    first, last = r
+    if last < first:
+        return f"nothing now, after line {last}" if last else "nothing now, at the top"
+    return f"line {first}" if first == last else f"lines {first}-{last}"
