@@ -390,6 +390,12 @@ class Lister:
             key = _digest(key, os.fsencode(rel), gi or b"-", ti or b"-")
         return rules, key
 
+    def rules_below(self, rel: str, rules: IgnoreRules, key: bytes) -> tuple[IgnoreRules, bytes]:
+        """:meth:`descend` for a folder not listed: its ignore files are looked up by name."""
+        absdir = os.path.join(self.root, rel) if rel else self.root
+        present = [name for name in _IGNORE_FILES if _exists(os.path.join(absdir, name))]
+        return self.descend(rel, absdir, present, rules, key)
+
     def _decide(
         self, rel: str, names: list[str], kinds: list[str], rules: IgnoreRules, excluded: bool
     ) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
@@ -426,6 +432,19 @@ class Lister:
     def _read_small(folder: str, name: str) -> bytes | None:
         # Not through a symlink (as git reads in-tree ignore files), never from a FIFO.
         return read_regular(os.path.join(folder, name), limit=1 << 20)
+
+
+#: A folder's own ignore files: their rules apply below it.
+_IGNORE_FILES = (".gitignore", ".takebackignore")
+
+
+def _exists(path: str) -> bool:
+    """Whether a name is in its folder (whatever it is; a link is not followed)."""
+    try:
+        os.lstat(path)
+    except OSError:
+        return False
+    return True
 
 
 def _last_tree(detail: dict[str, Any], old: _Fast, subdirs: list[tuple[str, int]]) -> bytes | None:

@@ -73,19 +73,6 @@ from ._result import ScanResult
 GRANULARITY_NS = 1_000_000_000
 
 
-#: A folder's own ignore files: their rules apply below it.
-_IGNORE_FILES = (".gitignore", ".takebackignore")
-
-
-def _exists(path: str) -> bool:
-    """Whether a name is in its folder (whatever it is; a link is not followed)."""
-    try:
-        os.lstat(path)
-    except OSError:
-        return False
-    return True
-
-
 def _with_parents(paths: Iterable[str]) -> set[str]:
     """Return the folders to list again: each named folder and every folder above it."""
     out: set[str] = set()
@@ -367,17 +354,12 @@ class Scanner:
     ) -> str | None:
         """Make a folder above a change from its last tree, without listing it.
 
-        A watcher that named no change in the folder itself vouches for its entries:
-        its files and its subfolders' names and modes are as its last tree holds them,
-        and only the ids of the subfolders below a change differ. Its tree is that tree
-        with those ids replaced; its record, the old one with them. What the folder's
-        listing would have given its subfolders (the rules and key of its own ignore
-        files) is read from those files alone. A million files' root folder of 500
-        entries is then neither listed nor decoded.
+        The watcher named no change in it: its entries are as its last tree holds them
+        but for the ids of the subfolders below a change, which are replaced there and
+        in its record. The rules its own ignore files add below it are read from them.
 
-        Returns its tree's id, or None when it must be listed after all (its record is
-        not vouched for: a racy file, hard links or unreadable entries; or its last
-        tree cannot be read).
+        Returns its tree's id, or None to list it after all (a racy file, hard links or
+        an unreadable entry in its record; a last tree that cannot be read).
         """
         if self._get is None or not old[_STAT] or is_linked(old[_STAT]) or old[_UNREAD]:
             return None
@@ -385,11 +367,8 @@ class Scanner:
             last = self._get(str(old[_TREE]))
         except StoreError:
             return None
-        absdir = os.path.join(self.root, rel) if rel else self.root
-        present = [name for name in _IGNORE_FILES if _exists(os.path.join(absdir, name))]
-        rules, key = self._lister.descend(rel, absdir, present, rules, key)
-        prefix = rel + "/" if rel else ""
-        partial = old[_PARTIAL]
+        rules, key = self._lister.rules_below(rel, rules, key)
+        prefix, partial = (rel + "/" if rel else ""), old[_PARTIAL]
         ids: list[str] = []
         for name in old[_NAMES]:
             try:
