@@ -102,6 +102,30 @@ def test_a_hint_lists_only_the_named_folders(tmp_path: Path) -> None:
     assert result.changed_dirs == 2
 
 
+def _listing_scanner(root: Path, store: FolderStore) -> tuple[Any, list[str]]:
+    """A scanner from the store's cache, and the folders it lists, in order."""
+    from takeback.scan import Scanner
+
+    meta = store.meta
+    scanner = Scanner(
+        str(root),
+        put=store.objects.put,
+        cache=stored_cache(meta)[1],
+        dircache_get=meta.get_dircache,
+        max_file_bytes=1 << 20,
+        get=store.objects.get,
+    )
+    listed: list[str] = []
+    real = scanner._lister.listing
+
+    def spy(rel: str, *args: Any, **kwargs: Any) -> Any:
+        listed.append(rel)
+        return real(rel, *args, **kwargs)
+
+    scanner._lister.listing = spy  # type: ignore[method-assign]
+    return scanner, listed
+
+
 def test_folders_above_a_change_are_made_from_their_last_trees_as_a_full_scan_makes_them(
     tmp_path: Path,
 ) -> None:
@@ -110,7 +134,6 @@ def test_folders_above_a_change_are_made_from_their_last_trees_as_a_full_scan_ma
     Their trees are their last ones with the changed subfolders' ids, and what their own
     ignore files say still applies below them.
     """
-    from takeback.scan import Scanner
 
     root = tmp_path / "ws"
     for d in ("a/b/c", "a/b/skip", "a/x", "z"):
@@ -129,23 +152,7 @@ def test_folders_above_a_change_are_made_from_their_last_trees_as_a_full_scan_ma
     (root / "a" / "b" / "c" / "f.txt").write_text("two\n")
     (root / "a" / "b" / "c" / "new.txt").write_text("new\n")
     (root / "a" / "b" / "c" / "new.log").write_text("ignored too\n")
-    meta = store.meta
-    scanner = Scanner(
-        str(root),
-        put=store.objects.put,
-        cache=stored_cache(meta)[1],
-        dircache_get=meta.get_dircache,
-        max_file_bytes=1 << 20,
-        get=store.objects.get,
-    )
-    listed: list[str] = []
-    real = scanner._lister.listing
-
-    def spy(rel: str, *args: Any, **kwargs: Any) -> Any:
-        listed.append(rel)
-        return real(rel, *args, **kwargs)
-
-    scanner._lister.listing = spy  # type: ignore[method-assign]
+    scanner, listed = _listing_scanner(root, store)
     hinted = scanner.scan(hint=["a/b/c"])
     assert not scanner.not_vouched
     assert listed == ["a/b/c"]
@@ -161,7 +168,6 @@ def test_folders_above_a_change_are_made_from_their_last_trees_as_a_full_scan_ma
 
 
 def test_a_folder_above_a_change_with_a_racy_file_is_listed(tmp_path: Path) -> None:
-    from takeback.scan import Scanner
 
     root, store = make(tmp_path)
     (root / "d1" / "sub").mkdir()
@@ -170,23 +176,7 @@ def test_a_folder_above_a_change_with_a_racy_file_is_listed(tmp_path: Path) -> N
     (root / "d1" / "fresh.txt").write_text("written just now\n")  # racy: not trusted
     scan(store, Options())
     (root / "d1" / "sub" / "s.txt").write_text("t\n")
-    meta = store.meta
-    scanner = Scanner(
-        str(root),
-        put=store.objects.put,
-        cache=stored_cache(meta)[1],
-        dircache_get=meta.get_dircache,
-        max_file_bytes=1 << 20,
-        get=store.objects.get,
-    )
-    listed: list[str] = []
-    real = scanner._lister.listing
-
-    def spy(rel: str, *args: Any, **kwargs: Any) -> Any:
-        listed.append(rel)
-        return real(rel, *args, **kwargs)
-
-    scanner._lister.listing = spy  # type: ignore[method-assign]
+    scanner, listed = _listing_scanner(root, store)
     hinted = scanner.scan(hint=["d1/sub"])
     store.objects.flush()
     # d1 holds a file whose stat is not trusted: it is listed (and the file read again).

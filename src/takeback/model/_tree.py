@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -98,18 +99,25 @@ def changed_entries(old: bytes, new: bytes) -> tuple[Tree, Tree]:
     return _decode_records(a), _decode_records(b)
 
 
-def _records(data: bytes) -> dict[bytes, None]:
-    """Split a tree's canonical bytes into its records (in order, each with its id)."""
-    out: dict[bytes, None] = {}
+def _spans(data: bytes) -> Iterator[tuple[int, int]]:
+    """Yield where each record of a tree's canonical bytes starts and where its NUL is.
+
+    Raises:
+        ValueError: the bytes end inside a record.
+    """
     pos, end = 0, len(data)
     find = data.find
     while pos < end:
         nul = find(b"\0", pos)
         if nul < 0 or nul + 33 > end:
             raise ValueError("tree record is cut short")
-        out[data[pos : nul + 33]] = None
+        yield pos, nul
         pos = nul + 33
-    return out
+
+
+def _records(data: bytes) -> dict[bytes, None]:
+    """Split a tree's canonical bytes into its records (in order, each with its id)."""
+    return {data[pos : nul + 33]: None for pos, nul in _spans(data)}
 
 
 def _decode_records(records: dict[bytes, None]) -> Tree:
@@ -132,13 +140,8 @@ def replace_ids(data: bytes, ids: dict[str, tuple[str, str]]) -> bytes:
         n.encode(enc, errors): (bytes.fromhex(a), bytes.fromhex(b)) for n, (a, b) in ids.items()
     }
     out: list[bytes] = []
-    pos = last = found = 0
-    end = len(data)
-    find = data.find
-    while pos < end:
-        nul = find(b"\0", pos)
-        if nul < 0 or nul + 33 > end:
-            raise ValueError("tree record is cut short")
+    last = found = 0
+    for pos, nul in _spans(data):
         if data[pos] == 0x64:  # d
             fields = data[pos:nul].split(b" ", 3)
             hit = want.get(fields[3]) if len(fields) == 4 else None
@@ -149,7 +152,6 @@ def replace_ids(data: bytes, ids: dict[str, tuple[str, str]]) -> bytes:
                 out.append(hit[1])
                 last = nul + 33
                 found += 1
-        pos = nul + 33
     if found != len(want):
         raise ValueError("a folder named is not in the tree")
     out.append(data[last:])
@@ -167,12 +169,7 @@ def tree_links(data: bytes) -> tuple[list[str], list[str]]:
     trees: list[str] = []
     blobs: list[str] = []
     text = data.hex()  # once per tree: each id is then a slice of it
-    pos, end = 0, len(data)
-    find = data.find
-    while pos < end:
-        nul = find(b"\0", pos)
-        if nul < 0 or nul + 33 > end:
-            raise ValueError("tree record is cut short")
+    for pos, nul in _spans(data):
         oid = text[2 * nul + 2 : 2 * nul + 66]
         if oid != _NO_HEX:
             kind = data[pos]
@@ -180,7 +177,6 @@ def tree_links(data: bytes) -> tuple[list[str], list[str]]:
                 trees.append(oid)
             elif kind in (0x66, 0x6C):  # f, l
                 blobs.append(oid)
-        pos = nul + 33
     return trees, blobs
 
 
