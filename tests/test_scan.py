@@ -86,17 +86,12 @@ def test_a_hint_lists_only_the_named_folders(tmp_path: Path) -> None:
     age(root)
     scan(store, Options())
     (root / "d3" / "f2.txt").write_text("watched change\n")
-    from takeback.scan import Scanner
-
-    meta = store.meta
-    scanner = Scanner(
-        str(root),
-        put=store.objects.put,
-        cache=stored_cache(meta)[1],
-        dircache_get=meta.get_dircache,
-        max_file_bytes=1 << 20,
-    )
+    scanner, listed = _listing_scanner(root, store)
+    # A path named, not its folder: the folder it is in is listed, not made from its
+    # last tree as a folder above a change is.
     result = scanner.scan(hint=["d3/f2.txt"])
+    assert listed == ["d3"]
+    store.objects.flush()
     full = scan(store, Options())
     assert result.tree == full.tree
     assert result.changed_dirs == 2

@@ -64,6 +64,7 @@ from ._cache import (
     new_cache,
 )
 from ._check import Checker
+from ._hint import to_list, with_parents
 from ._ignore import IgnoreRules
 from ._list import Lister, _last_tree, _links_key, _Listing, _Unreadable
 from ._read import PutObject, Reader
@@ -71,18 +72,6 @@ from ._result import ScanResult
 
 #: How close to the scan's start a timestamp may be before it is not trusted.
 GRANULARITY_NS = 1_000_000_000
-
-
-def _with_parents(paths: Iterable[str]) -> set[str]:
-    """Return the folders to list again: each named folder and every folder above it."""
-    out: set[str] = set()
-    for p in paths:
-        while p not in out:
-            out.add(p)
-            if not p:
-                break
-            p = p.rpartition("/")[0]
-    return out
 
 
 class Scanner:
@@ -229,11 +218,10 @@ class Scanner:
                     hinted.extend(self._cache.linked)
                 if recheck_index:
                     hinted.extend(rel for rel, fast in self._old.items() if fast[_USES_INDEX])
-                revisit = _with_parents(hinted)
-                self._above = revisit.difference(hinted)
+                revisit, self._above = to_list(hinted, self._old)
             elif self._old:
                 checker = Checker(self._lister, self._old, self._forks)
-                revisit = _with_parents(checker.dirty_dirs(rules, key))
+                revisit = with_parents(checker.dirty_dirs(rules, key))
             if revisit:
                 # The detailed rows of the folders listed again, in one query.
                 self._details = self._dircache_get([d for d in revisit if d in self._old])
