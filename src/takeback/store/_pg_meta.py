@@ -303,19 +303,8 @@ class PgMeta(SqlMeta):
         )
         return int(row[0] or 0)
 
-    def drop_history_tx(
-        self,
-        *,
-        turns: Iterable[tuple[str, int]] = (),
-        steps: Iterable[tuple[str, int]] = (),
-        ops: Iterable[int] = (),
-        sessions: Iterable[str] = (),
-        snapshots: Iterable[str] = (),
-        scan_cache: bool = False,
-        last_gc: str | None = None,
-        objects_go: bool = False,
-    ) -> None:
-        """Delete history rows in one transaction, referring rows first.
+    def drop_history_tx(self, *, objects_go: bool = False, **rows: Any) -> None:
+        """Delete history rows in one transaction (see :meth:`drop_history`).
 
         The database checks every foreign key (a kept row naming a deleted snapshot
         fails the whole transaction). With ``objects_go`` the workspace's cache
@@ -326,12 +315,7 @@ class PgMeta(SqlMeta):
             StoreError: the transaction could not be committed (it is rolled back).
         """
         with self.tx():
-            self.drop_history(
-                turns=turns, steps=steps, ops=ops, sessions=sessions, snapshots=snapshots
-            )
-            cache = self._local()
-            if scan_cache:
-                cache.drop_scan_cache()
+            self.drop_history(**rows)
             if objects_go:
                 row = self.pg.one(
                     "INSERT INTO takeback.meta(ws, key, value) VALUES (%s,%s,'1') "
@@ -339,9 +323,7 @@ class PgMeta(SqlMeta):
                     "value=(takeback.meta.value::bigint + 1)::text RETURNING value",
                     (self.pg.ws, GENERATION),
                 )
-                cache.set_meta(LOCAL_GENERATION, f"{self.store_id}/{row[0]}")
-            if last_gc is not None:
-                self.set_meta("gc.last", last_gc)
+                self._local().set_meta(LOCAL_GENERATION, f"{self.store_id}/{row[0]}")
 
     def _delete_snapshots(self, ids: list[str]) -> None:
         if ids:
