@@ -162,6 +162,20 @@ def test_tree_changes_are_the_entries_that_differ_and_a_damaged_tree_is_named(
         opener().objects.tree_changes(bad, a_id)
 
 
+def test_an_object_known_stored_is_its_bytes_from_memory_or_read(opener: Opener) -> None:
+    from takeback.model import FILE, Entry, encode_tree
+
+    s = opener()
+    blob = s.objects.put("blob", b"x" * 300)
+    body = encode_tree({"a": Entry(FILE, 0o644, blob, 300)})
+    tid = s.objects.put("tree", body)
+    s.objects.flush()
+    # Stored lately by this process, or read back by another handle: the same bytes.
+    assert s.objects.get_stored(tid) == body
+    assert opener().objects.get_stored(tid) == body
+    assert opener().objects.get_stored(blob) == b"x" * 300
+
+
 def _tree(s: Store) -> str:
     from takeback.model import encode_tree
 

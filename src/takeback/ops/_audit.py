@@ -88,7 +88,7 @@ def audit(store: Store, ask: Ask) -> AuditResult:
             exclude_env=bool(env),
             exclude=[store.path],
             forks=0,
-            get=store.objects.get,
+            get=store.objects.get_stored,
         )
 
     vouched = scanner()

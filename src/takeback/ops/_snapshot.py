@@ -209,7 +209,7 @@ def _scan(
             # handing them to threads and waiting for them.
             workers=0 if few else read_workers(),
             forks=check_forks(),
-            get=store.objects.get,
+            get=store.objects.get_stored,
         )
 
     scanner = scanner_for(hint)

@@ -76,6 +76,10 @@ class Objects(Protocol):
         """Return an object's bytes, checked against its id (StoreCorruptError if not)."""
         ...
 
+    def get_stored(self, oid: str) -> bytes:
+        """Return the bytes of an object the caller knows is stored, from memory if here."""
+        ...
+
     def get_tree(self, oid: str) -> Tree:
         """Return a decoded tree."""
         ...

@@ -560,6 +560,21 @@ class PackedObjects:
                 f"store tree {(bad or '')[:12]} is malformed", path=self.path
             ) from e
 
+    def get_stored(self, oid: str) -> bytes:
+        """Return the bytes of an object the caller knows is stored (a cache names it).
+
+        From what this process stored lately when it has them (a folder's last tree,
+        written by the snapshot before): read back, the tree of a folder that changes on
+        every snapshot (the root) follows a chain of deltas as long as the store allows.
+        Else as :meth:`get`.
+        """
+        data = _RECENT.get(oid)
+        if data is None:
+            return self.get(oid)
+        if oid not in self._raw:
+            self._keep_raw(oid, data)  # compared with its next version next
+        return data
+
     def get_tree(self, oid: str) -> Tree:
         """Return a decoded tree (cached; trees are immutable)."""
         tree = self._trees.get(oid)
