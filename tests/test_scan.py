@@ -162,6 +162,21 @@ def test_folders_above_a_change_are_made_from_their_last_trees_as_a_full_scan_ma
     assert lookup(store.objects.get_tree, hinted.tree, "a/b/skip") is None
 
 
+def test_folders_above_a_folder_whose_tree_stayed_keep_their_records(tmp_path: Path) -> None:
+    root, store = make(tmp_path)
+    (root / "d1" / "sub").mkdir()
+    (root / "d1" / "sub" / "s.txt").write_text("s\n")
+    age(root)
+    before = scan(store, Options())
+    (root / "d1" / "sub" / "s.txt").write_text("s\n")  # written again, the same bytes
+    scanner, listed = _listing_scanner(root, store)
+    kept = scanner._cache.folders["d1"]
+    hinted = scanner.scan(hint=["d1/sub"])
+    assert listed == ["d1/sub"]
+    assert hinted.tree == before.tree
+    assert scanner.folders["d1"] is kept  # its record as it was, no tree stored again
+
+
 def test_a_folder_above_a_change_with_a_racy_file_is_listed(tmp_path: Path) -> None:
 
     root, store = make(tmp_path)

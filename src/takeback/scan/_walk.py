@@ -223,8 +223,10 @@ class Scanner:
                 checker = Checker(self._lister, self._old, self._forks)
                 revisit = with_parents(checker.dirty_dirs(rules, key))
             if revisit:
-                # The detailed rows of the folders listed again, in one query.
-                self._details = self._dircache_get([d for d in revisit if d in self._old])
+                # The detailed rows of the folders listed again, in one query (a folder
+                # above a change needs none: its row stays as it is).
+                listed = revisit.difference(self._above)
+                self._details = self._dircache_get([d for d in listed if d in self._old])
             allow_deep_trees()
             if revisit is not None and not revisit and "" in self._old:
                 tree_id = self._old[""][_TREE]
@@ -373,6 +375,11 @@ class Scanner:
             for name, was, now in zip(old[_NAMES], old[_IDS], children, strict=True)
             if was != now
         }
+        if not changed:  # what changed below left every subfolder's tree as it was
+            self._new[rel] = old
+            if not self._bulk:
+                self._tally.add(old[_FILES], old[_LARGE], old[_UNREAD])
+            return str(old[_TREE])
         try:
             body = replace_ids(last, changed)
         except ValueError:

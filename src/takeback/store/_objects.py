@@ -540,11 +540,6 @@ class PackedObjects:
         Raises:
             StoreCorruptError: either is missing, damaged or not a tree.
         """
-        if old is not None and new is not None and old in self._trees and new in self._trees:
-            a, b = dict(self._trees[old]), dict(self._trees[new])
-            for name in [n for n, e in a.items() if b.get(n) == e]:
-                del a[name], b[name]
-            return a, b
         old_bytes = self.get(old) if old else b""
         new_bytes = self.get(new) if new else b""
         try:
