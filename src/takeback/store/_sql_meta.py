@@ -32,26 +32,12 @@ from ._sql import (
     stored_path,
 )
 
-#: a snapshot row's columns, as both stores select them (``snapshot_of``)
-SNAP_COLS = (
-    "id",
-    "tree",
-    "created_at",
-    "kind",
-    "session",
-    "turn",
-    "step",
-    "message",
-    "files",
-    "skipped",
-    "skipped_count",
-    "duration_ms",
-    "unreadable",
-    "unreadable_count",
-)
+#: a snapshot row's columns, as both stores select them (``snapshot_of``): every column
+#: but its place in the store-wide sequence, which each store gives it
+SNAP_COLS = tuple(c for c in COPY_TABLES["snapshots"] if c != "seq")
 _SNAP = ", ".join(SNAP_COLS)
 #: a step row's columns (``step_of``)
-STEP_COLS = ("session", "n", "turn", "before", "after", "label", "exit_code", "command")
+STEP_COLS = COPY_TABLES["steps"]
 _STEP = ", ".join(STEP_COLS)
 #: the columns an insert of a touch or a change row names (by name: in any order)
 _TOUCH_COLS = COPY_TABLES["touches"]
