@@ -30,10 +30,9 @@ from ..errors import UsageError
 from .claude_code._deadline import FIRST_SCAN_TIMEOUT
 from .claude_code._settings import (
     SettingsChange,
-    _write_settings,
-    load_settings,
     merge_handlers,
     ours_pattern,
+    rewrite,
 )
 
 #: agent -> (module with its EVENTS, layout, key of the handler's command, own file)
@@ -163,14 +162,7 @@ def install(agent: str, path: str, command: str) -> SettingsChange:
         OSError: it cannot be written.
 
     """
-    existed = os.path.exists(path)
-    data, added, removed = merge(agent, load_settings(path), command)
-    change = SettingsChange(path, added, removed, created=not existed)
-    if change.changed:
-        _write_settings(path, data)
-    else:
-        change.created = False
-    return change
+    return rewrite(path, lambda doc: merge(agent, doc, command))
 
 
 def uninstall(agent: str, path: str) -> SettingsChange:
@@ -181,14 +173,9 @@ def uninstall(agent: str, path: str) -> SettingsChange:
         OSError: it cannot be written.
 
     """
-    if not os.path.exists(path):
-        return SettingsChange(path)
-    data, _added, removed = merge(agent, load_settings(path), None)
-    change = SettingsChange(path, [], removed)
-    if not change.changed:
-        return change
-    if _AGENTS[agent][3] and data in ({}, {"version": 1}):
-        os.unlink(os.path.realpath(path))  # a hooks file that held only takeback's
-    else:
-        _write_settings(path, data)
-    return change
+    own_file = _AGENTS[agent][3]
+
+    def only_ours(data: dict[str, Any]) -> bool:  # a hooks file that held only takeback's
+        return own_file and data in ({}, {"version": 1})
+
+    return rewrite(path, lambda doc: merge(agent, doc, None), removing=True, drop_if=only_ours)

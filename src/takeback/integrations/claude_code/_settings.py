@@ -329,6 +329,43 @@ def _write_settings(path: str, data: dict[str, Any]) -> None:
     atomic_write(path, text.encode("utf-8"), mode=0o644, keep_mode=True)
 
 
+#: a merge of takeback's handlers into a settings object: the new object, and what was
+#: added and removed (one line each)
+Merge = Callable[[dict[str, Any]], tuple[dict[str, Any], list[str], list[str]]]
+
+
+def rewrite(
+    path: str,
+    merge: Merge,
+    *,
+    removing: bool = False,
+    drop_if: Callable[[dict[str, Any]], bool] | None = None,
+) -> SettingsChange:
+    """Merge takeback's handlers into a settings file or out of it; write only a change.
+
+    The one writer of every agent's hooks file. Installing makes a missing file;
+    removing leaves a missing file missing, and deletes a file ``drop_if`` says held
+    nothing but takeback's.
+
+    Raises:
+        UsageError: the file exists and does not hold a JSON object.
+        OSError: it cannot be written.
+
+    """
+    existed = os.path.exists(path)
+    if removing and not existed:
+        return SettingsChange(path)
+    data, added, removed = merge(load_settings(path))
+    change = SettingsChange(path, added, removed, created=not existed)
+    if not change.changed:
+        change.created = False
+    elif drop_if is not None and drop_if(data):
+        os.unlink(os.path.realpath(path))
+    else:
+        _write_settings(path, data)
+    return change
+
+
 def install(
     path: str, command: str, specs: Sequence[tuple[str, str | None]] = HOOK_SPECS
 ) -> SettingsChange:
@@ -344,14 +381,7 @@ def install(
         OSError: it cannot be written.
 
     """
-    existed = os.path.exists(path)
-    data, added, removed = merge_hooks(load_settings(path), command, specs)
-    change = SettingsChange(path, added, removed, created=not existed)
-    if change.changed:
-        _write_settings(path, data)
-    else:
-        change.created = False
-    return change
+    return rewrite(path, lambda doc: merge_hooks(doc, command, specs))
 
 
 def uninstall(path: str) -> SettingsChange:
@@ -362,10 +392,4 @@ def uninstall(path: str) -> SettingsChange:
         OSError: it cannot be written.
 
     """
-    if not os.path.exists(path):
-        return SettingsChange(path)
-    data, _added, removed = merge_hooks(load_settings(path), None)
-    change = SettingsChange(path, [], removed)
-    if change.changed:
-        _write_settings(path, data)
-    return change
+    return rewrite(path, lambda doc: merge_hooks(doc, None), removing=True)
