@@ -233,3 +233,85 @@ def test_the_cache_rows_of_a_change_are_rewritten_in_place(tmp_path: Path) -> No
     # 18 when each row was replaced.
     assert frames <= 13, frames
     store.close()
+
+
+def _records(n: int) -> dict[str, tuple[object, ...]]:
+    """``n`` leaf folders' records under one root, each as a scan would keep it."""
+    folders: dict[str, tuple[object, ...]] = {
+        "": (b"l", (), (), b"s", (), (), "0" * 64, 0, (), False, ())
+    }
+    for i in range(n):
+        folders[f"d{i // 100}/e{i}"] = (
+            b"l" * 16,
+            (),
+            (),
+            b"s" * 16,
+            (),
+            (),
+            f"{i:064x}",
+            20,
+            (),
+            False,
+            (),
+        )
+    return folders
+
+
+def _rewritten(folders: dict[str, tuple[object, ...]]) -> int:
+    """Bytes of cache rows a scan saves when three folders' records changed."""
+    from takeback.scan._cache import new_cache
+
+    cache, _rows = new_cache(folders)
+    changed = dict(folders)
+    touched = ["d1/e150", "d7/e777", "d9/e999"]
+    for rel in touched:
+        changed[rel] = (*folders[rel][:6], "f" * 64, *folders[rel][7:])
+    _cache, rows = cache.derive(changed, touched)
+    return sum(len(v) for v in rows.values() if v)
+
+
+def test_the_cache_rows_a_change_rewrites_do_not_grow_with_the_folders() -> None:
+    # With a fixed number of shards, each of a million files' shards held 50 records and
+    # a changed folder rewrote them all: the bytes saved at every snapshot grew with the
+    # tree. The shards follow the number of folders.
+    small, large = _rewritten(_records(5_000)), _rewritten(_records(100_000))
+    assert large <= 1.5 * small
+
+
+def test_a_cache_of_more_shards_reads_back_whole_and_shrinks_without_leftovers() -> None:
+    from takeback.scan._cache import SHARDS, load_cache, new_cache
+
+    folders = _records(20_000)
+    cache, rows = new_cache(folders)
+    assert len(cache.shards or ()) > SHARDS
+    saved = {k: v for k, v in rows.items() if v is not None}
+    token, back = load_cache(sorted(saved.items()))
+    assert back is not None and token == cache.token and back.folders == folders
+    # Most folders go: the cache is saved whole in fewer shards, and every shard row of
+    # the larger one beyond them is deleted.
+    few = {r: f for r, f in folders.items() if r.count("/") == 0 or r.endswith("7")}
+    smaller, rows = cache.derive(few)
+    assert len(smaller.shards or ()) < len(cache.shards or ())
+    for k, v in rows.items():
+        if v is None:
+            saved.pop(k, None)
+        else:
+            saved[k] = v
+    assert all(int(k.rpartition("/")[2], 16) < len(smaller.shards or ()) for k in saved if "/" in k)
+    token, back = load_cache(sorted(saved.items()))
+    assert back is not None and back.folders == few
+
+
+def test_shards_beyond_the_headers_number_are_leftovers_not_damage() -> None:
+    # A takeback that knows only 1,024 shards saved a whole cache over one of more: the
+    # rows beyond its shards are an earlier cache's, and do not make this one damaged.
+    from takeback.scan._cache import load_cache, new_cache, shard_key
+
+    big, big_rows = new_cache(_records(20_000))
+    older = {"": _records(0)[""], "d0/e1": _records(2)["d0/e1"]}
+    old, old_rows = new_cache(older)
+    rows = {k: v for k, v in big_rows.items() if v is not None}
+    rows.update({k: v for k, v in old_rows.items() if v is not None})
+    assert shard_key(5000) in rows
+    token, back = load_cache(sorted(rows.items()))
+    assert token == old.token and back is not None and back.folders == older

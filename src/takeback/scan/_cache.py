@@ -1,11 +1,17 @@
 """Scan layer: the folder cache a scan keeps between runs, saved in shards.
 
 The cache holds one short record per folder (see ``_Fast``). It is saved in the store's
-key-value rows, split into ``SHARDS`` rows by a hash of the folder's path, under a header
-row (``CACHE_KEY``) that holds the cache's *token*: 16 random bytes, new with every saved
-cache. A scan that changed a few folders rewrites only their shards and the header (tens
-of kilobytes) instead of the whole cache (about 10 bytes per file: a megabyte at 100,000
-files, written and synced on every snapshot).
+key-value rows, split into shards by a hash of the folder's path, under a header row
+(``CACHE_KEY``) that holds the cache's *token*: 16 random bytes, new with every saved
+cache, then the number of shards when it is not ``SHARDS``. A scan that changed a few
+folders rewrites only their shards and the header (tens of kilobytes) instead of the
+whole cache (about 10 bytes per file: a megabyte at 100,000 files, written and synced on
+every snapshot).
+
+The number of shards follows the number of folders (about ``PER_SHARD`` records in each,
+``SHARDS`` at the least): with a fixed number, a shard of a million files' cache held 50
+records, and each changed folder rewrote them all. A cache that outgrows its shards four
+times over (or shrinks to a quarter) is saved whole in the new number once.
 
 Rules that keep the shards one cache:
 
@@ -33,7 +39,13 @@ CACHE_KEY = "dirs-v8"
 OLDER_KEY = "dirs-v7"
 #: The format before shards: one row holding the whole cache (read, never written).
 LEGACY_KEY = "dirs-v6"
+#: The fewest shards (a cache of up to 4,096 folders), and the number a header of 16
+#: bytes (the format's first) means.
 SHARDS = 1024
+#: The most shards (a cache of over 262,144 folders has more records in each).
+MAX_SHARDS = 1 << 16
+#: About how many folders' records a shard holds.
+PER_SHARD = 4
 _PREFIX = CACHE_KEY + "/"
 #: How many skipped (too large) files, and how many unreadable paths, a snapshot names.
 SKIPPED_NAMED = 20
@@ -61,9 +73,33 @@ def is_linked(stat_key: bytes) -> bool:
     return stat_key[:6] == LINKED_PREFIX
 
 
-def shard_of(rel: str) -> int:
-    """Return the shard that holds a folder's record."""
-    return crc32(os.fsencode(rel)) % SHARDS
+def shard_of(rel: str, count: int = SHARDS) -> int:
+    """Return the shard that holds a folder's record, of ``count`` shards."""
+    return crc32(os.fsencode(rel)) % count
+
+
+def shard_count(folders: int) -> int:
+    """Return how many shards a cache of ``folders`` records is saved in (a power of 2)."""
+    count = SHARDS
+    while count < MAX_SHARDS and count * PER_SHARD < folders:
+        count *= 2
+    return count
+
+
+def _new_token(count: int) -> bytes:
+    """Return a new header value: 16 random bytes, and the number of shards if not 1,024."""
+    return os.urandom(16) + (b"" if count == SHARDS else count.to_bytes(4, "big"))
+
+
+def _count_of(token: bytes) -> int | None:
+    """Return the number of shards a header value names (None: not a header)."""
+    if len(token) == 16:
+        return SHARDS
+    if len(token) == 20:
+        count = int.from_bytes(token[16:], "big")
+        if SHARDS <= count <= MAX_SHARDS and count & (count - 1) == 0:
+            return count
+    return None
 
 
 class FolderCache:
@@ -104,6 +140,10 @@ class FolderCache:
         """
         if self.shards is None:
             return new_cache(folders)
+        count = len(self.shards)
+        wanted = shard_count(len(folders))
+        if wanted >= 4 * count or 4 * wanted <= count:
+            return new_cache(folders, was=count)
         if touched is None:
             old = self.folders
             touched = [k for k, v in folders.items() if old.get(k) is not v]
@@ -113,7 +153,7 @@ class FolderCache:
         shards = list(self.shards)
         copied: set[int] = set()
         for rel in touched:
-            i = shard_of(rel)
+            i = shard_of(rel, count)
             if i not in copied:
                 shards[i] = dict(shards[i])
                 copied.add(i)
@@ -122,7 +162,7 @@ class FolderCache:
                 shards[i].pop(rel, None)
             else:
                 shards[i][rel] = fast
-        cache = FolderCache(os.urandom(16), folders, shards)
+        cache = FolderCache(_new_token(count), folders, shards)
         if self._linked is not None:
             # Only the touched records can have changed: no pass over every folder.
             linked = set(self._linked).difference(touched)
@@ -233,18 +273,24 @@ def shard_key(i: int) -> str:
     return f"{_PREFIX}{i:03x}"
 
 
-def new_cache(folders: dict[str, _Fast]) -> tuple[FolderCache, dict[str, bytes | None]]:
+def new_cache(
+    folders: dict[str, _Fast], was: int = SHARDS
+) -> tuple[FolderCache, dict[str, bytes | None]]:
     """Return a cache of ``folders`` made afresh, and every row that saves it.
 
-    Shards left empty are deleted, so rows of an earlier cache do not linger.
+    Shards left empty are deleted, and so are those of the cache it replaces (of ``was``
+    shards) beyond its own number, so rows of an earlier cache do not linger.
     """
-    shards: list[dict[str, _Fast]] = [{} for _ in range(SHARDS)]
+    count = shard_count(len(folders))
+    shards: list[dict[str, _Fast]] = [{} for _ in range(count)]
     for rel, fast in folders.items():
-        shards[shard_of(rel)][rel] = fast
-    cache = FolderCache(os.urandom(16), folders, shards)
+        shards[shard_of(rel, count)][rel] = fast
+    cache = FolderCache(_new_token(count), folders, shards)
     rows: dict[str, bytes | None] = {CACHE_KEY: cache.token}
     for i, part in enumerate(shards):
         rows[shard_key(i)] = marshal.dumps(part) if part else None
+    for i in range(count, was):
+        rows[shard_key(i)] = None
     remember(cache)
     return cache, rows
 
@@ -274,7 +320,7 @@ def load_cache(
     over the token it read.
     """
     token: bytes | None = None
-    shards: list[dict[str, _Fast]] = [{} for _ in range(SHARDS)]
+    found: dict[int, bytes] = {}
     damaged = False
     prefix = key + "/"
     for name, value in rows:
@@ -282,17 +328,21 @@ def load_cache(
             token = bytes(value)
         elif name.startswith(prefix):
             try:
-                i = int(name[len(prefix) :], 16)
+                found[int(name[len(prefix) :], 16)] = bytes(value)
             except ValueError:
                 damaged = True
-                continue
-            part = _records(bytes(value))
-            if part is None or not 0 <= i < SHARDS:
-                damaged = True
-                continue
-            shards[i] = part
-    if token is None or damaged:
+    count = _count_of(token) if token is not None else None
+    if token is None or damaged or count is None:
         return token, None
+    shards: list[dict[str, _Fast]] = [{} for _ in range(count)]
+    for i, raw in found.items():
+        if not 0 <= i < count:
+            # Left by a cache of more shards that a takeback knowing only 1,024 replaced.
+            continue
+        part = _records(raw)
+        if part is None:
+            return token, None
+        shards[i] = part
     last = _LAST
     if key == CACHE_KEY and last is not None and last.token == token:
         return token, last  # the same content: keep the decoded one, and its sums
