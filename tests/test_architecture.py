@@ -18,6 +18,7 @@ LAYERS = {
     "_fs": 0,
     "_where": 0,
     "_wire": 0,
+    "_service_client": 0,
     "model": 1,
     "store": 2,
     "scan": 2,
@@ -227,8 +228,9 @@ def imported_names(path: Path) -> list[tuple[str, str]]:
 # pure base modules of BASE_BY_RULE. Each entry here is (importer, module, name), with why;
 # the list may only shrink: a new reach fails the test, and so does an entry no longer used.
 #: The base modules an edge may import by rule: they load nothing of the library (the
-#: relay and a hook call find the service from them alone) and hold no policy.
-BASE_BY_RULE = {"_where", "_wire"}
+#: relay and a hook call find the service and talk to it with them alone) and hold no
+#: policy of the library's.
+BASE_BY_RULE = {"_where", "_wire", "_service_client"}
 EDGE_EXCEPTIONS = {
     # The one quoting of a path, shared by the diff (ops) and the CLI's lists.
     ("cli._render", "ops", "quote_path"),
@@ -237,16 +239,11 @@ EDGE_EXCEPTIONS = {
     # Whether the workspace was ever scanned (read through ws.open_store().meta),
     # which lengthens the hook's time bound.
     ("integrations.claude_code._hook", "scan", "CACHE_KEY"),
-    # The service's daemon is the other end of the scan's question: it answers with the
-    # scan layer's own watcher and reply, and a call that finds no service says so to
-    # the scan (``answer_here``). These are the service's plumbing, not the library's
-    # API, so they are not in ``__all__``.
-    ("integrations._service", "scan._service_client", "ServicePaths"),
-    ("integrations._service", "scan._service_client", "answer_here"),
-    ("integrations._service", "scan._service_client", "ask_service"),
+    # The service's daemon answers the scan's question with the scan layer's own
+    # watcher, as ``watch`` watches with it. It is the service's plumbing, not the
+    # library's API, so it is not in ``__all__``.
     ("integrations._service", "scan._watcher", "Watcher"),
     ("integrations._watch", "scan._watcher", "Watcher"),
-    ("cli._relay", "scan._service_client", "answer_here"),
     # The service keeps its store's databases open between the calls it runs, so that
     # each call's close does not checkpoint and remove the write-ahead log.
     ("integrations._service", "store", "hold_databases"),

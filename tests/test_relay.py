@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from takeback._service_client import ask_service
 from takeback.integrations import _service
-from takeback.scan._service_client import ask_service
 from takeback.store import default_store_path
 from tests._service import alive, running_service
 from tests.conftest import CLI
@@ -342,7 +342,7 @@ def test_a_service_that_answers_garbage_gets_no_call_and_it_runs_here(
 ) -> None:
     import threading
 
-    from takeback.scan._service_client import ServicePaths
+    from takeback._service_client import ServicePaths
 
     tb("snapshot")
     paths = ServicePaths(str(store_dir))

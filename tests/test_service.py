@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from takeback._service_client import ServicePaths, ask_service
 from takeback.integrations import _service
 from takeback.ops import Options, scan
-from takeback.scan._service_client import ServicePaths, ask_service
 from takeback.store import FolderStore
 
 from ._service import alive, full_scan, full_tree, running_service, stop_for_good
@@ -544,7 +544,7 @@ def test_the_watch_limit_met_leaves_the_unwatched_part_to_every_scan(
     # all below them, by every snapshot: exact, and no full scan of the rest.
     import errno
 
-    from takeback.scan._service_client import answer_here
+    from takeback._service_client import answer_here
     from takeback.scan._watcher import Watcher
 
     root = tmp_path / "ws"

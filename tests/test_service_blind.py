@@ -300,7 +300,7 @@ def test_an_audit_agrees_when_the_service_saw_everything(tmp_path: Path) -> None
 def test_a_planted_divergence_is_caught_logged_and_turns_the_fast_path_off(
     tmp_path: Path,
 ) -> None:
-    from takeback.scan._service_client import ServicePaths, ask_service
+    from takeback._service_client import ServicePaths, ask_service
 
     root = tmp_path / "ws"
     _seed(root)

@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from takeback._service_client import ask_service
 from takeback.ops import Options, scan
-from takeback.scan._service_client import ask_service
 from takeback.store import FolderStore, Store
 
 from ._service import can_mount, full_scan, running_service

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from takeback._service_client import ServicePaths
 from takeback.integrations import _service
-from takeback.scan._service_client import ServicePaths
 
 from ._service import alive, running_service, stop_for_good
 from .conftest import CLI, SRC

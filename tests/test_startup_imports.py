@@ -119,7 +119,7 @@ def test_hook_calls_and_snapshots_load_only_what_they_run(tmp_path: Path) -> Non
 
         proc, modules = _run(["snapshot", "--root", str(ws), "--json"], store, tmp_path)
         assert json.loads(proc.stdout)["scan"]["mode"] == "service"
-        assert "takeback.scan._service_client" in modules
+        assert "takeback._service_client" in modules
         assert sorted(modules & NEVER) == []
 
         _hook(ws, store, tmp_path, {"hook_event_name": "UserPromptSubmit", "prompt": "go"})
@@ -149,7 +149,7 @@ def test_hook_calls_and_snapshots_load_only_what_they_run(tmp_path: Path) -> Non
         assert "ok in" in done and "touched f2.txt" in done, done
         assert sorted(modules & NOT_IN_HOOKS) == []
         # A file tool's call reads one file: no snapshot, no service client, no engine.
-        assert sorted(modules & {"takeback.scan._service_client", "takeback.ops._engine"}) == []
+        assert sorted(modules & {"takeback._service_client", "takeback.ops._engine"}) == []
 
 
 #: All that a command the service runs may load in the caller's process (the relay): no

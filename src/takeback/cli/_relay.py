@@ -71,7 +71,7 @@ class BrokeOff(Exception):  # named for what happened, not "...Error": it is no 
 
 def _stuck(store_path: str) -> None:
     """The service did not take a call in time: the call's own scans do not ask it again."""
-    from ..scan._service_client import answer_here
+    from .._service_client import answer_here
 
     answer_here(store_path, f"the service did not answer within {WAIT_TAKEN:g} s")
 

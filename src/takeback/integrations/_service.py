@@ -40,8 +40,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import _wire as wire
+from .._service_client import ServicePaths, answer_here, ask_service
 from .._where import foreign_folder, peer_uid, via_short_path
-from ..scan._service_client import ServicePaths, answer_here, ask_service
 from ..store import hold_databases
 
 #: Runs one command line handed over by the relay: (argv, cwd, env, stdin) -> (exit

@@ -15,8 +15,8 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .._service_client import Mark
 from ..scan import Scanner
-from ..scan._service_client import Mark
 from ..store import Store
 from ._snapshot import MARK_KEY, stored_cache
 

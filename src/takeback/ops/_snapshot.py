@@ -156,7 +156,7 @@ def _scan(
     What saves the cache is called in a write transaction of the store's rows (None:
     nothing to save).
     """
-    from ..scan._service_client import Mark, changes_since
+    from .._service_client import Mark, changes_since
 
     meta = store.meta
     tag = _options_tag(opts)

@@ -1,8 +1,8 @@
 """Scan layer: reading the workspace (the walk, the ignore rules, the stat cache).
 
-The watching service's watcher (``_watcher``, which loads inotify) and its client
-(``_service_client``) are imported where they are used, not here: a hook call that takes no
-snapshot loads neither.
+The watching service's watcher (``_watcher``, which loads inotify) is imported where it
+is used, not here: a hook call never loads it. (The service's client, which a snapshot
+asks what changed, is ``takeback._service_client``, below the library.)
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scan layer: asking a workspace's watching service what changed (the client side).
+"""Base layer: asking a workspace's watching service what changed (the client side).
 
 The service (``integrations/_service.py``) listens on a Unix socket in the store's
 ``service/`` folder (0700; the socket 0600). One question per connection: a JSON line
@@ -6,18 +6,18 @@ in, a JSON line out. :func:`changes_since` asks "what changed since the mark thi
 scan's cache was taken at"; every way the answer can fail (no service, a dead one, one
 that answers late or with garbage) comes back as a :class:`Changes` with no folders and
 the reason, so the caller takes a full scan.
+
+It sits in the base layer, loading nothing of the library, so that the relay
+(``cli/_relay.py``) can use it on its way to the service: importing it loads ``os`` and
+the base modules alone. ``json`` is imported by the question itself, and the records are
+plain classes (``dataclasses`` and ``typing`` load ``re``, ``inspect`` and more).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-from .._where import (
+from ._where import (
     CLAIMS_DIR,
     PID_NAME,
     SERVICE_DIR,
@@ -27,8 +27,11 @@ from .._where import (
     via_short_path,
 )
 
+TYPE_CHECKING = False  # not typing's: see takeback/__init__.py
 if TYPE_CHECKING:
     import socket
+    from collections.abc import Callable
+    from typing import Any, Final
 
 #: How long a scan waits for the service's answer before it scans in full.
 ASK_TIMEOUT = 0.5
@@ -42,11 +45,35 @@ class ServiceError(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class ServicePaths:
+class _Record:
+    """Equality, hash and repr by the fields in ``__slots__``, as a frozen dataclass's."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Record) or type(other) is not type(self):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({shown})"
+
+
+class ServicePaths(_Record):
     """Where a workspace's service keeps its socket, pid file and log (in the store)."""
 
-    store: str
+    __slots__ = ("store",)
+    store: Final[str]
+
+    def __init__(self, store: str) -> None:
+        self.store = store
 
     @property
     def dir(self) -> str:
@@ -74,20 +101,28 @@ class ServicePaths:
         return os.path.join(self.dir, "log")
 
 
-@dataclass(frozen=True)
-class ServiceReply:
+class ServiceReply(_Record):
     """An answer of the service (``error`` is '' when there is one)."""
 
-    answer: Any
-    error: str = ""
+    __slots__ = ("answer", "error")
+    answer: Final[Any]
+    error: Final[str]
+
+    def __init__(self, answer: Any, error: str = "") -> None:
+        self.answer = answer
+        self.error = error
 
 
-@dataclass(frozen=True)
-class Mark:
+class Mark(_Record):
     """A point in one service's event stream, kept with the scan cache it vouches for."""
 
-    service: str
-    gen: int
+    __slots__ = ("service", "gen")
+    service: Final[str]
+    gen: Final[int]
+
+    def __init__(self, service: str, gen: int) -> None:
+        self.service = service
+        self.gen = gen
 
     def encode(self) -> bytes:
         """Return the form kept in the store."""
@@ -104,8 +139,7 @@ class Mark:
         return cls(service, int(gen))
 
 
-@dataclass(frozen=True)
-class Changes:
+class Changes(_Record):
     """The service's answer for one scan.
 
     Attributes:
@@ -118,12 +152,29 @@ class Changes:
             is listed, with every folder below it, by the scan.
     """
 
-    mark: Mark | None
-    dirs: list[str] | None
-    reason: str
-    index: bool = False
-    ms: float = 0.0
-    subtrees: tuple[str, ...] = ()
+    __slots__ = ("mark", "dirs", "reason", "index", "ms", "subtrees")
+    mark: Final[Mark | None]
+    dirs: Final[list[str] | None]
+    reason: Final[str]
+    index: Final[bool]
+    ms: Final[float]
+    subtrees: Final[tuple[str, ...]]
+
+    def __init__(
+        self,
+        mark: Mark | None,
+        dirs: list[str] | None,
+        reason: str,
+        index: bool = False,
+        ms: float = 0.0,
+        subtrees: tuple[str, ...] = (),
+    ) -> None:
+        self.mark = mark
+        self.dirs = dirs
+        self.reason = reason
+        self.index = index
+        self.ms = ms
+        self.subtrees = subtrees
 
 
 #: store folder (real path) -> who answers its questions in this very process: the
@@ -207,6 +258,9 @@ def ask(store_path: str, request: dict[str, Any], *, timeout: float = ASK_TIMEOU
         raise ServiceError(here)
     if here is not None:
         return here(request)
+    import json
+    import time
+
     deadline = time.monotonic() + timeout
     sock = connect(store_path, timeout)
     try:
@@ -245,6 +299,8 @@ def ask(store_path: str, request: dict[str, Any], *, timeout: float = ASK_TIMEOU
 
 def changes_since(store_path: str, mark: Mark | None, *, timeout: float = ASK_TIMEOUT) -> Changes:
     """Ask the service what changed since ``mark`` (and for a new mark); never raises."""
+    import time
+
     t0 = time.monotonic()
     try:
         got = ask(
