@@ -157,6 +157,7 @@ def test_hook_calls_and_snapshots_load_only_what_they_run(tmp_path: Path) -> Non
 #: (The data folder's module only when no store is named.)
 RELAY = {
     "takeback",
+    "takeback._service_client",
     "takeback._where",
     "takeback._wire",
     "takeback.cli",

@@ -1,8 +1,9 @@
 """Base layer: where things live, known without loading the library.
 
 A workspace's default store folder, and the watching service's files inside a store.
-The command line's relay (``cli/_relay.py``) finds the service from these alone, so a
-snapshot or a hook call that the service takes costs a process start and little more.
+The command line's relay (``cli/_relay.py``) and the service's client
+(``_service_client.py``) find the service from these alone, so a snapshot or a hook call
+that the service takes costs a process start and little more.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 SERVICE_DIR = "service"
 SOCKET_NAME = "sock"
 PID_NAME = "pid"
-#: The folder of claim files: one per call handed to the service (see ``cli/_relay.py``).
+#: The folder of claim files: one per call handed to the service (see ``_service_client.py``).
 CLAIMS_DIR = "claims"
 #: Unix socket paths longer than this are reached through ``/proc/self/fd``.
 SUN_PATH_MAX = 100

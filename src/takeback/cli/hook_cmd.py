@@ -154,9 +154,9 @@ def _relayed(argv: Sequence[str], call: HookCall, raw: bytes, deadline: Deadline
     it waits.
     """
     from .._wire import json_object
-    from ._relay import BrokeOff, exchange, store_for
+    from ._relay import relay_on, store_for
 
-    if call.problems:
+    if call.problems or not relay_on(os.environ):
         return False
     doc = json_object(raw)  # None: run here, where the payload's fault is logged
     # Copilot's camelCase payloads name no event: its command does (``--event``).
@@ -172,6 +172,8 @@ def _relayed(argv: Sequence[str], call: HookCall, raw: bytes, deadline: Deadline
     if path is None:
         return False
     here = os.getcwd() if os.path.isdir(".") else "/"
+    from .._service_client import BrokeOff, exchange
+
     try:
         answer = exchange(path, list(argv), here, env, raw)
     except BrokeOff as e:
