@@ -9,12 +9,49 @@ from __future__ import annotations
 
 import os
 import random
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import takeback
 
 from .conftest import files_state, write
+
+#: where crash tests aim their kills, in turn (gc names each step on stderr before it,
+#: with ``TAKEBACK_GC_PAUSE`` set)
+KILL_TARGETS = ("start", "history", "objects", "reclaim")
+
+
+def kill_at(proc: subprocess.Popen[str], target: str, rng: random.Random) -> list[str]:
+    """Kill a ``takeback gc`` run in one of its steps; return the step it was killed in.
+
+    The kill aims at ``target`` (after the line naming it, within or just past its
+    pause), so that kills land in every step whatever the machine's speed (a kill at a
+    random time from the start lands before any step on a loaded machine); ``"start"``
+    kills before gc has named any step. The step is the last gc named, ``"start"`` if
+    none.
+    """
+    seen: list[str] = []
+    assert proc.stderr is not None
+    if target == "start":
+        time.sleep(rng.uniform(0.0, 0.3))
+    else:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line:
+                break  # gc ended before reaching the step (nothing to rewrite, say)
+            seen.append(line)
+            if line.rstrip().endswith(f"gc: {target}"):
+                break
+        time.sleep(rng.uniform(0.0, 0.2))
+    proc.send_signal(signal.SIGKILL)
+    _out, err = proc.communicate(timeout=60)
+    said = ("".join(seen) + err).splitlines()
+    steps = [line.rsplit(" ", 1)[-1] for line in said if "gc:" in line]
+    return steps[-1] if steps else "start"
 
 
 class Recorded:

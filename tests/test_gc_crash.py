@@ -14,10 +14,8 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import takeback
@@ -25,12 +23,10 @@ from takeback.ops._keep import plan
 from takeback.ops._policy import Policy
 from takeback.store import FolderStore
 
-from ._gc import build_history
+from ._gc import KILL_TARGETS, build_history, kill_at
 from .conftest import SRC
 
 RUNS = 20
-#: where the runs aim their kill, in turn (gc names each step on stderr before it)
-TARGETS = ("start", "history", "objects", "reclaim")
 
 
 def test_gc_killed_at_random_moments_loses_nothing_kept(tmp_path: Path) -> None:
@@ -60,34 +56,14 @@ def test_gc_killed_at_random_moments_loses_nothing_kept(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
         )
-        # Each run aims at one of gc's steps in turn (after the line naming it, within
-        # or just past its pause), so that the kills land in every step whatever the
-        # machine's speed; "start" kills before gc has named any step.
-        target = TARGETS[run % len(TARGETS)]
-        seen: list[str] = []
-        assert proc.stderr is not None
-        if target == "start":
-            time.sleep(rng.uniform(0.0, 0.3))
-        else:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                line = proc.stderr.readline()
-                if not line:
-                    break  # gc ended before reaching the step (nothing to rewrite, say)
-                seen.append(line)
-                if line.rstrip().endswith(f"gc: {target}"):
-                    break
-            time.sleep(rng.uniform(0.0, 0.2))
-        proc.send_signal(signal.SIGKILL)
-        _out, err = proc.communicate(timeout=60)
-        err = "".join(seen) + err
-        steps = [line.rsplit(" ", 1)[-1] for line in err.splitlines() if "gc:" in line]
-        outcomes.append(steps[-1] if steps else "start")
+        # Each run aims at one of gc's steps in turn: kills land in every step.
+        step = kill_at(proc, KILL_TARGETS[run % len(KILL_TARGETS)], rng)
+        outcomes.append(step)
         with takeback.Workspace(root, store=copy) as ws:
             check = ws.fsck(read_data=True)
-            assert check.clean, (run, steps, check.problems)
+            assert check.clean, (run, step, check.problems)
             left = set(rec.check(ws))
-            assert must_keep <= left, (run, steps)
+            assert must_keep <= left, (run, step)
             ws.gc(keep_turns=2, keep_days=0)
             assert ws.fsck(read_data=True).clean
             assert {s.id for s in ws.log()} == must_keep
