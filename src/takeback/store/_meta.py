@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from ._sql import Dialect
+from ._sql import SQLITE
 from ._sql_meta import SqlMeta
 from ._sqlite import Tx, columns, damaged, db_path, tables
 
@@ -186,18 +186,6 @@ def _after(prefix: str) -> str:
 #: rewritten at every snapshot that changes something).
 _SET_KV = (
     "INSERT INTO kv(key, value) VALUES (?,?) ON CONFLICT(key) DO UPDATE SET value=excluded.value"
-)
-
-
-#: SQLite's words for the shared queries (one workspace per file: no scope)
-SQLITE = Dialect(
-    schema="",
-    scoped=False,
-    pyformat=False,
-    ignore=("INSERT OR IGNORE INTO", ""),
-    distinct="IS NOT",
-    next_seq=None,
-    written="rowid",
 )
 
 

@@ -1,7 +1,7 @@
 """Store layer: the PostgreSQL store's objects and rows (the two halves of the seam).
 
 Every query names its workspace (``ws``): the history's queries are
-:class:`~._sql_meta.SqlMeta`'s, in this store's :data:`POSTGRES` dialect. Writes of rows
+:class:`~._sql_meta.SqlMeta`'s, in this store's dialect (:data:`._sql.POSTGRES`). Writes of rows
 run in :class:`PgTx`, which also takes a transaction-level advisory lock on the
 workspace: two servers' writers of one workspace follow each other, as SQLite's
 ``BEGIN IMMEDIATE`` makes them do in a folder store (numbering a new turn or step reads
@@ -21,7 +21,7 @@ from ._meta import MetaStore
 from ._objects import PackedObjects
 from ._pg_conn import PgConn, PgTx
 from ._rows import ObjectRow
-from ._sql import Dialect
+from ._sql import NEXT_SEQ, POSTGRES
 from ._sql_meta import SqlMeta
 
 #: the workspace's cache generation (a number gc raises before it deletes objects)
@@ -136,22 +136,6 @@ class PgObjects(PackedObjects):
                 self._drop_raw(o)
                 self._trees.pop(o, None)
 
-
-#: The store-wide sequence: the snapshots' own, from which turns and ops take their
-#: numbers too (one order for all three, whatever the clock says).
-_NEXT_SEQ = "nextval(pg_get_serial_sequence('takeback.snapshots', 'seq'))"
-
-#: PostgreSQL's words for the shared queries: the ``takeback`` schema, each workspace's
-#: rows apart (``ws``), the driver's parameters
-POSTGRES = Dialect(
-    schema="takeback.",
-    scoped=True,
-    pyformat=True,
-    ignore=("INSERT INTO", " ON CONFLICT DO NOTHING"),
-    distinct="IS DISTINCT FROM",
-    next_seq=_NEXT_SEQ,
-    written="seq",
-)
 
 #: how a table's rows are read in the order they were written (else by their key)
 _COPY_ORDER = {"meta": "key", "snapshots": "seq", "turns": "seq", "ops": "id"}
@@ -290,7 +274,7 @@ class PgMeta(SqlMeta):
 
     def next_seq(self) -> int:
         """Hand out the next number of the store-wide sequence (snapshots, turns, ops)."""
-        row = self.pg.one(f"SELECT {_NEXT_SEQ}", ())
+        row = self.pg.one(f"SELECT {NEXT_SEQ}", ())
         return int(row[0])
 
     def history_seq(self) -> int:

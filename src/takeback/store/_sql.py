@@ -127,6 +127,36 @@ class Dialect:
         return got
 
 
+# -- the two stores' dialects, side by side --------------------------------------------
+
+#: SQLite's words for the shared queries (one workspace per file: no scope)
+SQLITE = Dialect(
+    schema="",
+    scoped=False,
+    pyformat=False,
+    ignore=("INSERT OR IGNORE INTO", ""),
+    distinct="IS NOT",
+    next_seq=None,
+    written="rowid",
+)
+
+#: The store-wide sequence: the snapshots' own, from which turns and ops take their
+#: numbers too (one order for all three, whatever the clock says).
+NEXT_SEQ = "nextval(pg_get_serial_sequence('takeback.snapshots', 'seq'))"
+
+#: PostgreSQL's words for the shared queries: the ``takeback`` schema, each workspace's
+#: rows apart (``ws``), the driver's parameters
+POSTGRES = Dialect(
+    schema="takeback.",
+    scoped=True,
+    pyformat=True,
+    ignore=("INSERT INTO", " ON CONFLICT DO NOTHING"),
+    distinct="IS DISTINCT FROM",
+    next_seq=NEXT_SEQ,
+    written="seq",
+)
+
+
 def storable(n: int) -> bool:
     """Whether both stores can keep ``n`` (a larger step or turn number names no row)."""
     return -MAX_INT - 1 <= n <= MAX_INT
