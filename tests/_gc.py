@@ -24,7 +24,7 @@ from .conftest import files_state, write
 KILL_TARGETS = ("start", "history", "objects", "reclaim")
 
 
-def kill_at(proc: subprocess.Popen[str], target: str, rng: random.Random) -> list[str]:
+def kill_at(proc: subprocess.Popen[str], target: str, rng: random.Random) -> str:
     """Kill a ``takeback gc`` run in one of its steps; return the step it was killed in.
 
     The kill aims at ``target`` (after the line naming it, within or just past its
