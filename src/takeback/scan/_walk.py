@@ -254,7 +254,9 @@ class Scanner:
             changed = bool(self._touched)
             gone = [rel for rel in self._touched if rel in self._old and rel not in self._new]
         else:
-            changed = self._new != self._old
+            # Not compared when nothing was listed: the records are the old ones (at a
+            # million files, comparing 50,000 records with themselves took 10 ms).
+            changed = self._new is not self._old and self._new != self._old
             gone = list(self._old.keys() - self._new.keys()) if changed else []
         if self._cache is None or self._cache.shards is None or changed:
             if self._cache is None:
