@@ -41,6 +41,28 @@ settings.register_profile(
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+# The quick tier (``-m "not slow"``) runs each property test with a tenth of its examples:
+# the profile ``dev``, loaded by pytest_configure below, over whichever of the two above
+# is loaded. The README's command and CI select no marker, so they run the full counts.
+DEV_SHARE = 10  # examples in every 100
+settings.register_profile("dev", parent=settings.default, max_examples=DEV_SHARE)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Load the profile ``dev`` when the run leaves the slow tier out, unless one was named."""
+    markexpr = config.getoption("markexpr", "") or ""
+    if "not slow" in markexpr and not config.getoption("hypothesis_profile", None):
+        settings.load_profile("dev")
+
+
+def examples(n: int) -> int:
+    """Return how many examples a property test written for ``n`` runs under this profile.
+
+    ``n`` in the full suite (hypothesis's default of 100 examples a test); in proportion
+    under the profile ``dev`` (a tenth), never fewer than one.
+    """
+    return max(1, n * settings().max_examples // 100)
+
 
 def with_default_sigint() -> None:
     """``preexec_fn`` for a child a test interrupts as Ctrl-C would: SIGINT default and

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 from pathlib import Path
 
@@ -39,6 +40,17 @@ LAYERS = {
 }
 
 
+@functools.cache
+def _nodes(source: str) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(ast.parse(source)))
+
+
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Return every node of a module's syntax tree (``ast.walk``), parsed and walked once
+    for all the checks that read it."""
+    return _nodes(path.read_text())
+
+
 def layer_of(module: str) -> int:
     return LAYERS[module.split(".")[0]]
 
@@ -48,7 +60,7 @@ def imports_of(path: Path) -> list[str]:
     parts = list(rel.parts)
     package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in nodes(path):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
@@ -118,17 +130,16 @@ PROCESS_BUILTINS = {"print", "input"}
 
 def process_state_used(path: Path) -> list[str]:
     """Return each use of the process's state in a module: ``os.environ``, ``print(``..."""
-    tree = ast.parse(path.read_text())
     # The names ``import os`` and ``import sys as s`` bind, wherever they are imported.
     modules = {
         alias.asname or alias.name: alias.name
-        for node in ast.walk(tree)
+        for node in nodes(path)
         if isinstance(node, ast.Import)
         for alias in node.names
         if alias.name in PROCESS_STATE
     }
     found = []
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
@@ -201,7 +212,7 @@ def imported_names(path: Path) -> list[tuple[str, str]]:
     if me == "":
         package = []
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             found += [
                 (alias.name.removeprefix("takeback").lstrip("."), "*")
@@ -392,7 +403,7 @@ def _module_graph() -> dict[str, set[str]]:
         mod = ".".join(path.relative_to(PKG).with_suffix("").parts)
         package = mod.split(".")[:-1] if path.name != "__init__.py" else mod.split(".")[:-1]
         edges: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in nodes(path):
             targets: list[str] = []
             if isinstance(node, ast.ImportFrom) and node.level:
                 base = package[: len(package) - (node.level - 1)]

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from takeback.scan._gitindex import GitIndex
 from takeback.scan._ignore import IgnoreRules
 
+from .conftest import examples
+
 GIT = shutil.which("git")
 pytestmark = pytest.mark.skipif(GIT is None, reason="git is not installed")
 
@@ -553,7 +555,7 @@ def _reset(repo: Path) -> None:
 
 
 @settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -600,7 +602,7 @@ def fixed_tree_repo() -> Iterator[Path]:
 
 
 @settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -32,7 +32,8 @@ undo of the earlier reply must refuse). A person's edit while a command runs wou
 the command's (the README says so), so the person edits only between commands. Hook
 calls run in-process through the hook's own entry (``claude_code._hook.run``, what
 ``takeback hook claude-code`` calls once it has read stdin) to keep the test fast; one
-run sends every call through the real command. Each undo is the real command line.
+run, in the slow tier, sends every call through the real command, and a regression test
+in the quick tier some. Each undo is the real command line.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -61,7 +63,7 @@ from takeback.integrations.claude_code._call import HookCall
 from takeback.integrations.claude_code._hook import run
 from takeback.integrations.claude_code._log import LOG_NAME
 
-from .conftest import SRC, files_state
+from .conftest import SRC, examples, files_state
 
 #: A file's bytes, or None when it does not exist.
 Content = bytes | None
@@ -552,9 +554,12 @@ def play(tmp_path: Path, *, examples: int, steps: int, real_hooks: bool = False)
 def test_two_conversations_interleaved_undo_takes_back_exactly_the_reply(
     tmp_path: Path,
 ) -> None:
-    play(tmp_path, examples=40, steps=50)
+    play(tmp_path, examples=examples(40), steps=50)
 
 
+# Slow: each hook call of its six runs is a process of its own (``takeback hook
+# claude-code``); the quick tier sends real calls through it in the regression test below.
+@pytest.mark.slow
 def test_two_conversations_through_the_real_hook_command(tmp_path: Path) -> None:
     # Hypothesis begins with the simplest runs (a few steps): enough examples to send a
     # real reply or more of both conversations through the command.

@@ -24,7 +24,7 @@ from takeback.model import FILE, Entry
 from takeback.ops import line_counts, line_stat
 from takeback.ops._patch import file_patch
 
-from .conftest import CLI
+from .conftest import CLI, examples
 
 
 def numstat(tmp: Path, old: bytes, new: bytes) -> tuple[int, int]:
@@ -120,7 +120,9 @@ _edit = st.tuples(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     size=st.integers(0, 120),

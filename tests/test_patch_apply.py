@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from takeback import Workspace
 from takeback.ops import line_counts
 
-from .conftest import CLI, SRC
+from .conftest import CLI, SRC, examples
 
 # A state: name (bytes, '/'-separated) -> content for a 0644 file, or (kind, bytes) with
 # kind "x" (an executable file) or "l" (a symlink; the bytes are its target).
@@ -399,7 +399,7 @@ def _drop_clashes(state: State) -> State:
 
 
 @settings(
-    max_examples=100,
+    max_examples=examples(100),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -33,6 +33,9 @@ pytestmark = pytest.mark.postgres
 SUITES = ("tests/test_gc.py", "tests/test_gc_property.py")
 
 
+# Slow: gc's suites, its property test too, run a second time in pytests of their own;
+# the quick tier keeps the tests below, gc on a database with what only a shared store has.
+@pytest.mark.slow
 def test_gc_suites_pass_on_the_postgresql_store(pg_server: PgServer, tmp_path: Path) -> None:
     url = pg_server.create_db(f"gcsuites{os.getpid()}")
     passed, skipped = run_suites_on(url, SUITES, str(tmp_path))

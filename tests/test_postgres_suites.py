@@ -19,6 +19,9 @@ __all__ = ["pg_server"]
 SUITES = ("tests/test_engine_cli.py", "tests/test_turns_cli.py", "tests/test_turns_api.py")
 
 
+# Slow: three suites run a second time, each in a pytest of its own, on a database; the
+# quick tier keeps the store's contract suite (tests/test_store_contract.py) on one.
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_end_to_end_suites_pass_on_the_postgresql_store(
     pg_server: PgServer, tmp_path: Path

@@ -28,7 +28,7 @@ from takeback.scan._ignore import IgnoreRules
 from takeback.scan._list import Lister
 from takeback.store import FolderStore
 
-from .conftest import SRC, without_file_powers, write
+from .conftest import SRC, examples, without_file_powers, write
 from .test_scan import age
 
 
@@ -268,7 +268,7 @@ _ENTRY = st.tuples(
 
 
 @settings(
-    max_examples=80,
+    max_examples=examples(80),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -26,7 +26,7 @@ from takeback.ops import Options, scan
 from takeback.store import FolderStore
 
 from ._service import alive, full_scan, full_tree, running_service, stop_for_good
-from .conftest import CLI, files_state
+from .conftest import CLI, examples, files_state
 
 KINDS = (
     "create",
@@ -122,7 +122,7 @@ _counter = itertools.count()
 
 
 @settings(
-    max_examples=10,
+    max_examples=examples(10),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -47,6 +47,16 @@ def _lock_held(store: Path) -> bool:
     return False
 
 
+def _waits_for_lock(store: Path, pid: int) -> bool:
+    """Return whether process ``pid`` is blocked on the baseline lock (``/proc/locks``)."""
+    st = os.stat(store / "claude-code" / "baseline.lock")
+    file = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    with open("/proc/locks") as locks:
+        return any(
+            line.split()[1] == "->" and line.split()[5:7] == [str(pid), file] for line in locks
+        )
+
+
 def _snapshots(tb: CLI) -> list[dict[str, Any]]:
     doc = json.loads(tb("log", "--all", "--json").stdout)
     return list(doc["snapshots"] if isinstance(doc, dict) else doc)
@@ -89,8 +99,12 @@ def test_the_first_prompt_waits_for_the_baseline_begun_at_session_start(
                         **debug,
                     },
                 )
-            time.sleep(0.5)
-            assert prompt.poll() is None
+            # The prompt waits for the baseline: it blocks on the baseline's lock (a
+            # fixed pause could end before a slow machine's prompt got there).
+            deadline = time.monotonic() + 60
+            while not _waits_for_lock(store_dir, prompt.pid):
+                assert prompt.poll() is None and time.monotonic() < deadline
+                time.sleep(0.01)
     finally:
         store.close()
     out, err = prompt.communicate(timeout=120)

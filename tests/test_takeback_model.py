@@ -27,12 +27,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from takeback import ConflictError, RefError, StalePlanError, UsageError, Workspace
 
-from .conftest import state
+from .conftest import examples, state
 from .test_rewind_property import apply as mutate
 from .test_rewind_property import remove
 
@@ -187,8 +188,11 @@ def check_takeback(ws: Workspace, root: Path, spec: tuple[Any, ...], force: bool
     return 1
 
 
+EXAMPLES = examples(200)  # 20 in the quick tier (conftest.py)
+
+
 @settings(
-    max_examples=200,
+    max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -240,5 +244,9 @@ def test_the_model_ran_thousands_of_operations() -> None:
     """Run after the model (file order): it planned and did enough to mean something."""
     if not COUNTS["mutations"]:
         return  # the model test was not selected in this run
+    if EXAMPLES < 200:
+        # The counts are the full run's; twenty examples (hypothesis begins with small
+        # histories) make from about 100 to 300 operations, too few to hold them to.
+        pytest.skip(f"counts for 200 examples; this profile ran {EXAMPLES}")
     assert COUNTS["mutations"] + COUNTS["planned"] >= 1500, COUNTS
     assert COUNTS["refused"] >= 10 and COUNTS["done"] >= 100, COUNTS
