@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -41,17 +42,20 @@ settings.register_profile(
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-# The quick tier (``-m "not slow"``) runs each property test with a tenth of its examples:
-# the profile ``dev``, loaded by pytest_configure below, over whichever of the two above
-# is loaded. The README's command and CI select no marker, so they run the full counts.
+# The quick tier (``-m quick``, and ``-m "not slow"``) runs each property test with a
+# tenth of its examples: the profile ``dev``, loaded by pytest_configure below, over
+# whichever of the two above is loaded. The README's command and CI select no marker, so
+# they run the full counts.
 DEV_SHARE = 10  # examples in every 100
 settings.register_profile("dev", parent=settings.default, max_examples=DEV_SHARE)
+QUICK_RUN = re.compile(r"(?<!not )\bquick\b|\bnot slow\b")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Load the profile ``dev`` when the run leaves the slow tier out, unless one was named."""
+    """Load the profile ``dev`` for a quick run (``-m quick``, ``-m "not slow"``), unless
+    a profile was named (``--hypothesis-profile``)."""
     markexpr = config.getoption("markexpr", "") or ""
-    if "not slow" in markexpr and not config.getoption("hypothesis_profile", None):
+    if QUICK_RUN.search(markexpr) and not config.getoption("hypothesis_profile", None):
         settings.load_profile("dev")
 
 
@@ -75,10 +79,17 @@ def with_default_sigint() -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``e2e`` every test that runs the real ``takeback`` command (the ``tb`` fixture)."""
+    """Mark ``e2e`` every test that runs the real ``takeback`` command (the ``tb`` fixture),
+    and ``quick`` every test that is neither ``slow``, ``e2e`` nor ``postgres``.
+
+    The quick tier is those, and the ``e2e`` and ``postgres`` tests marked ``quick`` in
+    their modules: a few of each command's, the store contract on a database.
+    """
     for item in items:
         if "tb" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.e2e)
+        if not any(item.get_closest_marker(m) for m in ("quick", "slow", "e2e", "postgres")):
+            item.add_marker(pytest.mark.quick)
 
 
 @pytest.fixture(autouse=True)

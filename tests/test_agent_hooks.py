@@ -450,6 +450,7 @@ BROKEN: list[bytes] = [
 ]
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("agent", AGENTS)
 @pytest.mark.parametrize("raw", BROKEN, ids=range(len(BROKEN)))
 def test_broken_input_exits_0_and_says_nothing_the_agent_would_misread(
@@ -472,6 +473,7 @@ def test_broken_input_exits_0_and_says_nothing_the_agent_would_misread(
         assert agent in (store_dir / "hook.log").read_text()
 
 
+@pytest.mark.quick
 def test_a_codex_patch_touches_every_file_it_names_and_undo_puts_them_back(
     tb: CLI, ws_dir: Path, store_dir: Path
 ) -> None:

@@ -31,6 +31,7 @@ def _install(tb: CLI, tmp_path: Path, version: str) -> str:
     return tb("hooks", "install", "claude-code", env=_fake_claude(tmp_path, version)).stdout
 
 
+@pytest.mark.quick
 def test_post_tool_batch_is_installed_only_where_claude_code_is_seen_to_send_it(
     tb: CLI, ws_dir: Path, tmp_path: Path
 ) -> None:

@@ -269,6 +269,7 @@ def test_a_closed_pipe_ends_the_output_quietly(tb: CLI, ws_dir: Path, args: list
     assert err == b""
 
 
+@pytest.mark.quick
 def test_empty_store_and_session_variables_mean_unset(tb: CLI, ws_dir: Path) -> None:
     # `export TAKEBACK_STORE=` once made the current folder the store: the store's files
     # were written into the workspace itself.
@@ -348,6 +349,7 @@ def test_a_command_that_ends_at_once_prints_everything_and_closes_its_store(
     assert not list(tb.store.glob("*.db-wal")), sorted(p.name for p in tb.store.iterdir())
 
 
+@pytest.mark.quick
 def test_a_local_snapshot_into_a_closed_pipe_is_recorded_and_ends_quietly(
     tb: CLI, ws_dir: Path
 ) -> None:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import CLI, SRC
 
 
@@ -65,6 +67,7 @@ def test_status_json_has_the_line_counts(tb: CLI, ws_dir: Path) -> None:
     assert doc["changes"] == [{"path": "a.txt", "status": "M", "added": 2, "removed": 0}]
 
 
+@pytest.mark.quick
 def test_every_error_starts_the_same_way(tb: CLI) -> None:
     for args in (("config", "--bogus"), ("bogus",), ("undo", "--turn", "x"), ("rewind",)):
         got = tb(*args, check=2)

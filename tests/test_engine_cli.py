@@ -66,6 +66,7 @@ def mutate(ws: Path) -> None:
     (ws / "no-newline.txt").write_bytes(b"still no newline, but different")
 
 
+@pytest.mark.quick
 def test_rewind_to_start_restores_every_kind_of_entry_exactly(tb: CLI, ws_dir: Path) -> None:
     make_rich_tree(ws_dir)
     first = snap(tb)
@@ -131,6 +132,7 @@ def test_paths_are_taken_from_the_current_folder(tb: CLI, ws_dir: Path) -> None:
     assert (ws_dir / "x.txt").read_text() == "top2\n"
 
 
+@pytest.mark.quick
 def test_status_and_diff_name_status(tb: CLI, ws_dir: Path) -> None:
     (ws_dir / "keep.txt").write_text("k\n")
     (ws_dir / "gone.txt").write_text("g\n")
@@ -441,6 +443,7 @@ def test_interrupted_rewind_is_reported_and_can_be_finished(
     assert "was interrupted" not in tb("log").stderr
 
 
+@pytest.mark.quick
 def test_version_and_json_everywhere(tb: CLI, ws_dir: Path) -> None:
     assert tb("--version").stdout.startswith("takeback ")
     (ws_dir / "f").write_text("x")

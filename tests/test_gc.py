@@ -106,6 +106,7 @@ def test_the_default_policy_keeps_the_last_30_days(
         assert later.turns == 2
 
 
+@pytest.mark.quick
 def test_config_shows_and_sets_the_policy(ws: takeback.Workspace, ws_dir: Path, tb: CLI) -> None:
     write(ws_dir, "a.txt", "a")
     tb("snapshot")

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import takeback
 from takeback.ops._keep import plan
 from takeback.ops._policy import Policy
@@ -29,6 +31,9 @@ from .conftest import SRC
 RUNS = 20
 
 
+# Slow: twenty gc processes, each killed at a random moment and its store checked whole;
+# the quick tier keeps gc on a full disk (tests/test_gc_full_disk.py) and gc's commands.
+@pytest.mark.slow
 def test_gc_killed_at_random_moments_loses_nothing_kept(tmp_path: Path) -> None:
     root, template = tmp_path / "ws", tmp_path / "template"
     root.mkdir()

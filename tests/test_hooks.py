@@ -377,6 +377,7 @@ def _run_broken(tb: CLI, ws_dir: Path, tmp_path: Path, raw: bytes) -> None:
     assert outside.read_text() == "outside\n"
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("raw", [r for _n, r in BROKEN], ids=[n for n, _r in BROKEN])
 def test_broken_payloads_exit_0_and_are_logged(
     tb: CLI, ws_dir: Path, store_dir: Path, tmp_path: Path, raw: bytes
@@ -493,6 +494,7 @@ def _ours(settings: dict[str, Any]) -> list[tuple[str, str | None, str]]:
     ]
 
 
+@pytest.mark.quick
 def test_install_merges_and_uninstall_removes_exactly_its_own(tb: CLI, ws_dir: Path) -> None:
     path = ws_dir / ".claude" / "settings.json"
     path.parent.mkdir()
@@ -770,6 +772,7 @@ def test_install_adds_the_failure_handler_only_where_claude_code_knows_it(
     assert path.read_text() == text
 
 
+@pytest.mark.quick
 def test_a_hook_call_run_here_ends_with_its_step_recorded_and_its_store_closed(
     tb: CLI, ws_dir: Path, store_dir: Path
 ) -> None:

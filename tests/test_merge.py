@@ -102,6 +102,7 @@ def test_dry_run_prints_the_plan_and_the_diff_the_merge_would_write(
     assert files_state(ws_dir)["a.py"] == ("f", PERSON.encode())
 
 
+@pytest.mark.quick
 def test_undo_merge_keeps_the_persons_edit_and_redo_brings_the_turn_back(
     tb: CLI, ws_dir: Path, store_dir: Path
 ) -> None:
@@ -321,6 +322,7 @@ def test_merge_and_force_do_not_go_together(tb: CLI, ws_dir: Path, store_dir: Pa
 # -- revert, unrevert, one-file undo -------------------------------------------------------
 
 
+@pytest.mark.quick
 def test_revert_and_unrevert_merge(tb: CLI, ws_dir: Path, store_dir: Path) -> None:
     setup_edit(ws_dir, store_dir)
     with takeback.Workspace(ws_dir, store=store_dir) as ws:

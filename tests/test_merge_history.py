@@ -158,6 +158,9 @@ def git_revert(repo: Path, commit: str) -> dict[str, bytes | None]:
     return got
 
 
+# Slow: every file of every earlier turn taken back and compared with a ``git revert`` of
+# it, hundreds of git processes; the quick tier keeps tests/test_merge.py's merged undos.
+@pytest.mark.slow
 def test_undo_merge_of_earlier_turns_matches_git_revert(
     recorded: tuple[Path, list[str]], states: list[State], ws_dir: Path, store_dir: Path
 ) -> None:

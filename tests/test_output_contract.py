@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from takeback.integrations._mcp_server import ServerConfig, _Tools
 
 from .conftest import CLI
@@ -25,6 +27,7 @@ def same_keys(cli: dict[str, Any], mcp: dict[str, Any], extra: set[str]) -> None
     assert set(mcp) == set(cli) | extra, sorted(set(cli) ^ set(mcp))
 
 
+@pytest.mark.quick
 def test_each_tool_has_the_keys_of_the_command(tb: CLI, ws_dir: Path, store_dir: Path) -> None:
     tools = _Tools(ServerConfig(root=str(ws_dir), store=str(store_dir), session="s"))
     (ws_dir / "a.txt").write_text("a0\n")

@@ -55,6 +55,7 @@ def _snapshots(tb: CLI, *args: str) -> list[dict[str, Any]]:
     return rows
 
 
+@pytest.mark.quick
 def test_a_snapshot_the_service_runs_is_the_one_the_command_would_take(
     tb: CLI, ws: Path, store_dir: Path, service: int
 ) -> None:

@@ -302,6 +302,7 @@ with takeback.Workspace(root, store=store) as ws:
 """
 
 
+@pytest.mark.quick
 def test_an_undo_killed_half_way_and_run_again_is_redone_whole(
     tb: CLI, ws_dir: Path, store_dir: Path
 ) -> None:

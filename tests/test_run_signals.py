@@ -17,6 +17,8 @@ import termios
 import time
 from pathlib import Path
 
+import pytest
+
 from takeback import Workspace
 
 from .conftest import CLI, SRC
@@ -87,6 +89,7 @@ def test_ctrl_c_on_a_terminal_lets_the_command_clean_up(
     assert _recorded_exit_code(tb) == 128 + signal.SIGINT
 
 
+@pytest.mark.quick
 def test_sigint_sent_to_takeback_is_forwarded_and_waited_for(
     tb: CLI, ws_dir: Path, tmp_path: Path
 ) -> None:

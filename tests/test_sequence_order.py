@@ -45,6 +45,7 @@ def test_gc_after_the_clock_went_back_keeps_the_newest_turns_and_snapshots(
         assert ws.status() == []
 
 
+@pytest.mark.quick
 def test_gc_keeps_the_turn_that_ended_last_and_undo_still_takes_it_back(
     tb: CLI, ws_dir: Path, store_dir: Path
 ) -> None:

@@ -442,6 +442,7 @@ def test_other_options_mean_a_full_scan(tb: CLI, ws: Path, store_dir: Path) -> N
 # -- the service itself ----------------------------------------------------------------------
 
 
+@pytest.mark.quick
 def test_start_status_stop_and_what_it_leaves(tb: CLI, ws: Path, store_dir: Path) -> None:
     before = files_state(ws)
     started = json.loads(tb("service", "start", "--json").stdout)
@@ -476,6 +477,7 @@ def test_it_exits_after_a_quiet_period(tb: CLI, ws: Path, store_dir: Path) -> No
         assert _scan(tb)["mode"] == "full"
 
 
+@pytest.mark.quick
 def test_a_prompt_hook_starts_the_service_and_later_calls_use_it(
     tb: CLI, ws: Path, store_dir: Path
 ) -> None:

@@ -235,6 +235,7 @@ def test_a_socket_of_another_user_gets_nothing(tb: CLI, ws_dir: Path, store_dir:
     assert sent == b"0", "the stranger's socket was sent the call"
 
 
+@pytest.mark.quick
 def test_the_service_answers_no_stranger(tb: CLI, ws_dir: Path, store_dir: Path) -> None:
     nobody = _nobody()
     _seed(ws_dir)

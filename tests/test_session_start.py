@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from takeback.store import FolderStore
 
 from .conftest import CLI, SRC
@@ -62,6 +64,7 @@ def _snapshots(tb: CLI) -> list[dict[str, Any]]:
     return list(doc["snapshots"] if isinstance(doc, dict) else doc)
 
 
+@pytest.mark.quick
 def test_the_first_prompt_waits_for_the_baseline_begun_at_session_start(
     tb: CLI, ws_dir: Path, store_dir: Path
 ) -> None:

@@ -31,7 +31,10 @@ def contract_db(pg_server: PgServer) -> str:
     return pg_server.create_db(f"contract{os.getpid()}")
 
 
-@pytest.fixture(params=["folder", pytest.param("postgres", marks=pytest.mark.postgres)])
+# On a database in the quick tier too: the PostgreSQL store's tests there.
+@pytest.fixture(
+    params=["folder", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.quick])]
+)
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     """Return a function that opens (a new handle on) this test's store."""
     root = str(tmp_path / "ws")

@@ -82,6 +82,7 @@ def test_a_history_goes_there_and_back_whole(
     assert "same store" in tb("store", "copy", str(tb.store), str(tb.store), check=2).stderr
 
 
+@pytest.mark.quick
 def test_a_damaged_object_stops_the_copy_before_any_row(
     tb: CLI, ws_dir: Path, tmp_path: Path
 ) -> None:

@@ -142,6 +142,7 @@ def test_every_command_refuses_a_damaged_store_and_changes_nothing(
     assert json.loads(proc.stdout)["error"] in ("StoreCorruptError", "StoreError")
 
 
+@pytest.mark.quick
 def test_the_library_refuses_an_emptied_meta_db_without_touching_it(
     recorded: CLI, ws_dir: Path
 ) -> None:

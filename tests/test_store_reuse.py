@@ -68,6 +68,7 @@ def test_the_next_opening_takes_the_connections_the_last_one_closed(
         again.close()
 
 
+@pytest.mark.quick
 def test_a_cursor_left_part_way_does_not_keep_the_log_from_a_checkpoint(
     ws_dir: Path, store_dir: Path, held: None, tb: CLI
 ) -> None:

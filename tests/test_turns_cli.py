@@ -227,6 +227,7 @@ def test_touch_outside_the_root_is_refused(tb: CLI, ws_dir: Path, tmp_path: Path
     tb("touch", str(tmp_path / "outside.txt"), check=2)
 
 
+@pytest.mark.quick
 def test_json_of_turn_begin_touch_and_end(tb: CLI, ws_dir: Path, store_dir: Path) -> None:
     write(ws_dir, "a.txt", "a\n")
     assert as_json(tb("turn", "begin", "-m", "x", "--json"))["turn"] == 1
@@ -402,6 +403,7 @@ def test_redo_that_fails_part_way_exits_1(tb: CLI, ws_dir: Path, tmp_path: Path)
     assert (ws_dir / "a.txt").read_text() == "a1\n"
 
 
+@pytest.mark.quick
 def test_run_then_undo_takes_the_command_back(tb: CLI, ws_dir: Path) -> None:
     write(ws_dir, "app.py", "x = 1\n")
     tb("snapshot")

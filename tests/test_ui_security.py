@@ -150,6 +150,7 @@ def test_the_command_listens_on_127_0_0_1_only(ws_dir: Path, store_dir: Path) ->
             request(ui.port, f"/api/timeline?token={ui.token}", address="127.0.0.2")
 
 
+@pytest.mark.quick
 def test_a_port_in_use_or_out_of_range_is_refused(tb: CLI) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -146,6 +146,7 @@ def test_a_child_killed_by_a_signal_and_a_missing_command(tb: CLI, ws_dir: Path)
     assert "nothing to run" in proc.stderr
 
 
+@pytest.mark.quick
 def test_a_watched_run_is_its_own_session(tb: CLI, ws_dir: Path) -> None:
     (ws_dir / "a.txt").write_text("a\n")
     base = {"session_id": "claude-1", "cwd": str(ws_dir)}
