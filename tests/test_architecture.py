@@ -258,6 +258,10 @@ EDGE_EXCEPTIONS = {
     # The service keeps its store's databases open between the calls it runs, so that
     # each call's close does not checkpoint and remove the write-ahead log.
     ("integrations._service", "store", "hold_databases"),
+    # In its idle time the service reads ahead the last trees of the folders that hold
+    # others, from the folder cache its last call left in this process.
+    ("integrations._read_ahead", "scan", "cached_folders"),
+    ("integrations._read_ahead", "scan", "inner_trees"),
     # The one atomic writer (temp file, fsync, rename), for the settings file.
     ("integrations.claude_code._settings", "_fs", "atomic_write"),
 }

@@ -77,6 +77,24 @@ def test_a_snapshot_the_service_runs_is_the_one_the_command_would_take(
     assert _snapshots(tb)[0]["id"].startswith(short)
 
 
+def test_the_service_reads_ahead_the_trees_a_change_far_below_would_read(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    """After a snapshot it ran, the service reads ahead, in its idle time, the last trees
+    of the folders that hold others (here the root and sub): a change below them then
+    reads none back, and is recorded as it is."""
+    tb("snapshot")  # the first the service runs: its cache is the one read ahead from
+    deadline = time.monotonic() + 20
+    while _service.status(str(store_dir)).get("trees_read_ahead") != 2:
+        assert time.monotonic() < deadline, _service.status(str(store_dir))
+        time.sleep(0.05)
+    (ws / "sub" / "deep" / "f0.txt").write_text("changed far below\n")
+    got = json.loads(tb("snapshot", "--json").stdout)
+    assert got["scan"]["mode"] == "service"
+    changed = json.loads(tb("diff", _snapshots(tb)[2]["id"], got["id"], "--json").stdout)
+    assert [f["path"] for f in changed["files"]] == ["sub/deep/f0.txt"]
+
+
 def test_take_backs_the_service_runs_do_what_they_would_do_here(
     tb: CLI, ws: Path, store_dir: Path, service: int
 ) -> None:

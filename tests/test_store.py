@@ -7,6 +7,7 @@ import json
 import sqlite3
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -186,6 +187,93 @@ def test_a_base_made_by_the_caller_is_used_only_if_it_hashes_to_its_id(
             "SELECT base, depth, length(data) FROM objects WHERE oid=?", (oid,)
         ).fetchone()
         assert row[:2] == (base, 1) and row[2] < 100  # a small delta of the base
+    finally:
+        store.close()
+
+
+def test_a_tree_read_back_for_a_snapshot_is_kept_for_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder above a change is made from its last tree, read back through its chain
+    of deltas. The next snapshot (the next call the service runs, with the store opened
+    afresh) is above a change there too: it reads no row for it again."""
+    from takeback.store import _objects
+
+    monkeypatch.setattr(_objects, "_RECENT", {})
+    path = str(tmp_path / "s")
+    store = FolderStore.open(path, "/r", create=True)
+    text = b"".join(b"name %d\n" % i for i in range(300))
+    oid = store.objects.put("tree", text)
+    for i in range(3):
+        text += b"more %d\n" % i
+        oid = store.objects.put("tree", text, None, oid)
+    store.close()
+    _objects._RECENT.clear()
+    for expect_reads in (True, False):
+        store = FolderStore.open(path, "/r", create=False)
+        reads: list[str] = []
+        row = store.objects._row
+
+        def spy(o: str, row: Any = row, reads: list[str] = reads) -> Any:
+            reads.append(o)
+            return row(o)
+
+        monkeypatch.setattr(store.objects, "_row", spy)
+        try:
+            assert store.objects.get_stored(oid) == text
+        finally:
+            store.close()
+        assert bool(reads) == expect_reads, reads
+
+
+def test_objects_used_again_outlast_those_that_are_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its bytes, what a process keeps drops the least recently used first, not all:
+    the root's tree, used by every snapshot, is never what goes."""
+    from takeback.store import _objects
+
+    monkeypatch.setattr(_objects, "_RECENT", {})
+    monkeypatch.setattr(_objects, "_RECENT_SIZE", [0])
+    monkeypatch.setattr(_objects, "_RECENT_MAX_BYTES", 10_000)
+    root = b"r" * 3000
+    _objects._keep_recent("root", root)
+    for i in range(20):
+        _objects._keep_recent(f"blob{i}", b"b" * 3000)
+        assert _objects._recent("root") == root  # every snapshot reads it
+    assert _objects.is_recent("root") and _objects.is_recent("blob19")
+    assert not _objects.is_recent("blob17")
+    assert sum(map(len, _objects._RECENT.values())) == _objects._RECENT_SIZE[0] <= 10_000
+
+
+def test_reading_ahead_keeps_the_trees_named_within_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service reads folders' last trees ahead: each is then had without a row read;
+    one missing is passed over, and it stops at its budget, the first named first."""
+    from takeback.store import _objects
+
+    monkeypatch.setattr(_objects, "_RECENT", {})
+    monkeypatch.setattr(_objects, "_RECENT_SIZE", [0])
+    path = str(tmp_path / "s")
+    store = FolderStore.open(path, "/r", create=True)
+    texts = [b"".join(b"tree %d entry %d\n" % (t, i) for i in range(200)) for t in range(4)]
+    ids = [store.objects.put("tree", t) for t in texts]
+    store.close()
+    _objects._RECENT.clear()
+    _objects._RECENT_SIZE[0] = 0
+    store = FolderStore.open(path, "/r", create=False)
+    try:
+        missing = "0" * 64
+        budget = len(texts[0]) * 2 + 1
+        assert store.objects.read_ahead([ids[0], missing, ids[1], ids[2], ids[3]], budget) == 3
+        assert [_objects.is_recent(o) for o in ids] == [True, True, True, False]
+        assert not _objects.is_recent(missing)
+        assert store.objects.read_ahead(ids[:3], budget) == 0  # kept already
+    finally:
+        store.close()
+    store = FolderStore.open(path, "/r", create=False)
+    monkeypatch.setattr(store.objects, "_row", lambda o: pytest.fail(f"read {o}"))
+    try:
+        assert [store.objects.get_stored(o) for o in ids[:3]] == texts[:3]
     finally:
         store.close()
 

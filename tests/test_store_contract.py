@@ -179,6 +179,29 @@ def test_an_object_known_stored_is_its_bytes_from_memory_or_read(opener: Opener)
     assert opener().objects.get_stored(blob) == b"x" * 300
 
 
+def test_objects_read_ahead_are_had_from_memory_by_any_handle(
+    opener: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from takeback.model import FILE, Entry, encode_tree
+    from takeback.store import _objects
+
+    monkeypatch.setattr(_objects, "_RECENT", {})
+    monkeypatch.setattr(_objects, "_RECENT_SIZE", [0])
+    s = opener()
+    bodies = [
+        encode_tree({f"f{i}.{n}": Entry(FILE, 0o644, "a" * 64, n) for n in range(40)})
+        for i in range(3)
+    ]
+    ids = [s.objects.put("tree", b) for b in bodies]
+    s.objects.flush()
+    _objects._RECENT.clear()
+    _objects._RECENT_SIZE[0] = 0
+    assert opener().objects.read_ahead([*ids, "f" * 64]) == 3
+    other = opener().objects
+    monkeypatch.setattr(other, "get", lambda oid: pytest.fail(f"{oid} read again"))
+    assert [other.get_stored(t) for t in ids] == bodies
+
+
 def _tree(s: Store) -> str:
     from takeback.model import encode_tree
 

@@ -43,6 +43,7 @@ from .. import _wire as wire
 from .._service_client import ServicePaths, answer_here, ask_service
 from .._where import foreign_folder, peer_uid, via_short_path
 from ..store import hold_databases
+from ._read_ahead import ReadAhead
 
 #: Runs one command line handed over by the relay: (argv, cwd, env, stdin) -> (exit
 #: code, stdout, stderr). The command line's (``cli/_served.py``), given by ``service run``.
@@ -327,6 +328,8 @@ class _Service:
         self.stall_in_call = 0.0
         self.stall_mark = ""  # a file made when the stall begins
         self.claims = self.paths.claims
+        #: the last trees of the folders that hold others, read in idle time
+        self.ahead = ReadAhead()
         #: the installed takeback this service runs (a call from another is declined)
         self.package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -423,6 +426,7 @@ class _Service:
             "audits": self.audits,
             "divergences": self.divergences,
             "last_audit": self.last_audit,
+            "trees_read_ahead": self.ahead.read,
             "idle_s": round(time.monotonic() - self.last_call, 3),
             "quiet_exit_s": self.quiet,
             "rss_bytes": rss,
@@ -735,7 +739,8 @@ def serve(
                 break
             ino = svc.watcher.fileno()  # a new one after the watches are made anew
             try:
-                wait = min(left, 5.0, max(svc.audit_in(), 0.05))
+                busy = svc.ahead.due(svc.runner is not None and svc.watcher.degraded is None)
+                wait = 0.0 if busy else min(left, 5.0, max(svc.audit_in(), 0.05))
                 ready, _, _ = select.select([ino, lfd], [], [], wait)
             except InterruptedError:
                 continue
@@ -748,7 +753,9 @@ def serve(
                     break
                 svc.watcher.check()
                 svc.sweep_claims()
-                if svc.audit_in() <= 0:
+                if busy:
+                    svc.ahead.step(svc.root, svc.store, svc.log)
+                elif svc.audit_in() <= 0:
                     svc.audit()
         return 0
     except _Stop:

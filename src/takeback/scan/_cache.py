@@ -396,6 +396,31 @@ def remember(cache: FolderCache) -> None:
     _LAST = cache
 
 
+def cached_folders() -> int:
+    """Return how many folders the cache this process last read or made holds (0: none)."""
+    last = _LAST
+    return 0 if last is None else len(last.folders)
+
+
+def inner_trees() -> list[str]:
+    """Return the tree ids of the folders that hold others, in this process's last cache.
+
+    A snapshot fed by the watching service makes a folder above a change from its last
+    tree (read back from the store), so these are what it reads however few files
+    changed; shallowest first (the root is above every change). Empty without a cache.
+    """
+    last = _LAST
+    if last is None:
+        return []
+    inner = [
+        (rel.count("/") if rel else -1, str(v[_TREE]))
+        for rel, v in last.folders.items()
+        if v[_NAMES] and v[_TREE]
+    ]
+    inner.sort()
+    return [oid for _depth, oid in inner]
+
+
 def cached_ids(cache: FolderCache | None, details: Iterable[bytes]) -> tuple[set[str], set[str]]:
     """Return the tree ids and blob ids the scan cache names.
 

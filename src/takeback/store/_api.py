@@ -80,6 +80,10 @@ class Objects(Protocol):
         """Return the bytes of an object the caller knows is stored, from memory if here."""
         ...
 
+    def read_ahead(self, oids: Iterable[str]) -> int:
+        """Keep in memory stored objects that snapshots will read back; return how many."""
+        ...
+
     def get_tree(self, oid: str) -> Tree:
         """Return a decoded tree."""
         ...

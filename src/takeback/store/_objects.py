@@ -49,22 +49,43 @@ _MIN_DELTA = 256
 _MAX_DELTA = 4 << 20
 
 
-#: The bytes of objects this process stored lately, by id: the next snapshot's delta
-#: bases (a changed folder's tree, a file edited again), had without reading their chain
-#: of deltas back. A process that snapshots again and again (the watching service, which
-#: runs the snapshots handed to it) gains most. An id names the same bytes in any store,
-#: and a base is used only once its row says it is stored (``_depth``).
+#: The bytes of objects this process stored or read back lately, by id: the next
+#: snapshot's delta bases (a changed folder's tree, a file edited again) and the last
+#: trees of the folders above a change, had without reading their chain of deltas back.
+#: A process that snapshots again and again (the watching service, which runs the
+#: snapshots handed to it) gains most. The least recently used go first when the bytes
+#: pass ``_RECENT_MAX_BYTES`` (a dict keeps its order: one used again is put last). An id
+#: names the same bytes in any store, and a base is used only once its row says it is
+#: stored (``_depth``).
 _RECENT: dict[str, bytes] = {}
 _RECENT_SIZE = [0]
 _RECENT_MAX_BYTES = 32 << 20
 
 
 def _keep_recent(oid: str, data: bytes) -> None:
-    if _RECENT_SIZE[0] + len(data) > _RECENT_MAX_BYTES:
-        _RECENT.clear()
-        _RECENT_SIZE[0] = 0
-    _RECENT[oid] = data
-    _RECENT_SIZE[0] += len(data)
+    recent, size = _RECENT, _RECENT_SIZE
+    was = recent.pop(oid, None)
+    if was is not None:
+        size[0] -= len(was)
+    recent[oid] = data
+    size[0] += len(data)
+    while size[0] > _RECENT_MAX_BYTES and len(recent) > 1:
+        size[0] -= len(recent.pop(next(iter(recent))))
+    if len(recent) == 1:
+        size[0] = len(data)
+
+
+def _recent(oid: str) -> bytes | None:
+    """Return an object's bytes if this process keeps them (now the most recently used)."""
+    data = _RECENT.pop(oid, None)
+    if data is not None:
+        _RECENT[oid] = data
+    return data
+
+
+def is_recent(oid: str) -> bool:
+    """Whether this process keeps an object's bytes in memory (see ``_RECENT``)."""
+    return oid in _RECENT
 
 
 def may_delta(size: int) -> bool:
@@ -277,7 +298,7 @@ class PackedObjects:
         back would decode its chain of deltas). Else it is read with its depth in one
         query: its row is read once, not once for the depth and again for the bytes.
         """
-        data = _RECENT.get(oid) or self._raw.get(oid)
+        data = _recent(oid) or self._raw.get(oid)
         if data is None and self._uncommitted(oid) is None:
             data = made() if made is not None else None
             if data and hashlib.sha256(data).hexdigest() == oid:
@@ -561,14 +582,48 @@ class PackedObjects:
         From what this process stored lately when it has them (a folder's last tree,
         written by the snapshot before): read back, the tree of a folder that changes on
         every snapshot (the root) follows a chain of deltas as long as the store allows.
-        Else as :meth:`get`.
+        Else as :meth:`get`, and the bytes read are kept so: the folder above a change is
+        above the next change too (the root, a top folder of a monorepo).
         """
-        data = _RECENT.get(oid)
+        data = _recent(oid)
         if data is None:
-            return self.get(oid)
+            data = self.get(oid)
+            if len(data) <= _MAX_DELTA:
+                _keep_recent(oid, data)
+            return data
         if oid not in self._raw:
             self._keep_raw(oid, data)  # compared with its next version next
         return data
+
+    def read_ahead(self, oids: Iterable[str], budget: int = _RECENT_MAX_BYTES // 2) -> int:
+        """Keep in memory the bytes of stored objects that snapshots will read back.
+
+        The watching service reads the last trees of the folders that hold others ahead,
+        in its idle time: a change far below them then reads none back, however many
+        folders the workspace has. Objects missing or damaged are passed over (a read
+        that needs one raises then, as without this).
+
+        Args:
+            oids: the objects, the most wanted first.
+            budget: stop once this many bytes are kept (those kept already count too).
+
+        Returns:
+            How many were read.
+        """
+        read = 0
+        for oid in oids:
+            if _RECENT_SIZE[0] >= budget:
+                break
+            if oid in _RECENT:
+                continue
+            try:
+                data = self.get(oid)
+            except StoreError:
+                continue
+            if len(data) <= _MAX_DELTA:
+                _keep_recent(oid, data)
+                read += 1
+        return read
 
     def get_tree(self, oid: str) -> Tree:
         """Return a decoded tree (cached; trees are immutable)."""
