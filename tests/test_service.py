@@ -626,3 +626,63 @@ def test_a_service_whose_store_was_made_anew_exits(tb: CLI, ws: Path, store_dir:
             time.sleep(0.1)
         assert not alive(pid)
         assert _scan(tb)["mode"] == "full"
+
+
+@pytest.mark.quick
+def test_a_call_runs_without_the_collector_and_its_garbage_goes_once_answered(
+    ws_dir: Path, store_dir: Path
+) -> None:
+    """Python's collector does not run during a call the service runs (at a million
+    files it went over the folder cache's records there), and what the call left, a
+    reference cycle too, is collected right after its answer, whether it failed or not."""
+    import gc
+    import weakref
+
+    from takeback import _wire as wire
+
+    class Cycle:
+        me: object
+
+    seen: dict[str, Any] = {}
+
+    def runner(argv: Any, cwd: str, env: Any, stdin: bytes | None) -> tuple[int, str, str]:
+        seen["collector"] = gc.isenabled()
+        left = Cycle()
+        left.me = left
+        seen["left"] = weakref.ref(left)
+        if argv == ["fail"]:
+            raise RuntimeError("it broke")
+        return 0, "ran\n", ""
+
+    paths = ServicePaths(str(store_dir))
+    os.makedirs(paths.claims, 0o700)
+    svc = _service._Service(
+        str(ws_dir),
+        str(store_dir),
+        quiet=1,
+        idle_full=1,
+        full_every=1,
+        faults=False,
+        runner=runner,
+    )
+    try:
+        for argv, code, said in ((["snapshot"], 0, "ran"), (["fail"], 1, "it broke")):
+            claim = os.urandom(12).hex()
+            Path(paths.claims, claim).touch()
+            frame = wire.call_frame(claim, svc.package, argv, str(ws_dir), {}, None)
+            ours, theirs = socket.socketpair()
+            with ours, theirs:
+                svc.run_call(ours, wire.Call(frame.split(b"\n", 1)[1]))
+                ours.shutdown(socket.SHUT_WR)
+                got = b""
+                while chunk := theirs.recv(1 << 16):
+                    got += chunk
+            taken, _, done = got.partition(b"\n")
+            assert taken == wire.TAKEN
+            back = wire.done(done.split(b"\n", 1)[1])
+            assert back[0] == code and said in back[1] + back[2]
+            assert seen["collector"] is False
+            assert gc.isenabled()
+            assert seen["left"]() is None
+    finally:
+        svc.watcher.close()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import gc
 import json
 import os
 import select
@@ -517,16 +518,24 @@ class _Service:
             time.sleep(self.stall_in_call)
             self.stall_in_call = 0.0
         assert self.runner is not None
+        # Python's collector waits until the answer is sent: run during a call it went
+        # over what the call made, the folder cache's copy among it (50,000 records at a
+        # million files), and cost 3.3 ms a call there against 0.3 ms at 100,000 files.
+        gc.disable()
         try:
-            code, out, err = self.runner(call.argv, call.cwd, call.env, call.stdin)
-        except Exception as e:  # noqa: BLE001 - one call's failure must not end the service
-            self.log(f"a call failed: {e!r}", e)
-            code, out, err = 1, "", f"takeback: error: the service failed to run it: {e!r}\n"
-        try:
-            conn.settimeout(CLIENT_TIMEOUT)
-            conn.sendall(wire.done_frame(code, out, err))
-        except OSError:
-            pass  # the caller gave up waiting (its bound passed): what ran is recorded
+            try:
+                code, out, err = self.runner(call.argv, call.cwd, call.env, call.stdin)
+            except Exception as e:  # noqa: BLE001 - one call's failure must not end the service
+                self.log(f"a call failed: {e!r}", e)
+                code, out, err = 1, "", f"takeback: error: the service failed to run it: {e!r}\n"
+            try:
+                conn.settimeout(CLIENT_TIMEOUT)
+                conn.sendall(wire.done_frame(code, out, err))
+            except OSError:
+                pass  # the caller gave up waiting (its bound passed): what ran is recorded
+        finally:
+            gc.enable()
+        gc.collect(1)  # what the call left: the caller has its answer already
 
     def _refuse(self, call: wire.Call) -> str:
         """Return why this service does not take a call ('' when it does)."""
