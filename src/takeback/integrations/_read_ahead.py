@@ -3,15 +3,25 @@
 A snapshot fed by the service makes a folder above a change from the folder's last tree,
 read back from the store. With a million files a change's top folder is one of hundreds,
 and reading its tree back (a chain of deltas, from a store far larger than what the
-system keeps in memory) cost more than the rest of the snapshot. So after a call, the
-service reads the last trees of the folders that hold others ahead, shallowest first,
-into what the store keeps in memory (``store._objects``, within its budget): each is
-read once, and a change below it reads none back.
+system keeps in memory) cost more than the rest of the snapshot. So once a call has left
+the service idle for a moment, it reads the last trees of the folders that hold others
+ahead, about 10 ms at a time, shallowest first, into what the store keeps in memory
+(``store._objects``, within its budget): each is read once, and a change below it reads
+none back.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+
+#: Seconds without a call before reading ahead: calls that come one after another (a
+#: turn's hooks, a script) are not kept waiting by it.
+IDLE_SECONDS = 0.25
+#: About how long one step reads before the service looks for a call again.
+STEP_SECONDS = 0.01
+#: Trees read between two looks at the clock.
+_PART = 4
 
 
 class ReadAhead:
@@ -40,8 +50,10 @@ class ReadAhead:
         count = cached_folders()
         return bool(count) and abs(count - self.folders) * 4 > self.folders
 
-    def step(self, root: str, store: str, log: Callable[[str], None], chunk: int = 64) -> None:
-        """Read the next chunk: a call that comes meanwhile waits for one chunk at most."""
+    def step(
+        self, root: str, store: str, log: Callable[[str], None], budget: float = STEP_SECONDS
+    ) -> None:
+        """Read trees for about ``budget`` seconds: a call that comes meanwhile waits no longer."""
         if not self.left:
             from ..scan import cached_folders, inner_trees
 
@@ -52,10 +64,13 @@ class ReadAhead:
                 return
         from .. import Workspace
 
-        part = [self.left.pop() for _ in range(min(chunk, len(self.left)))]
+        end = time.monotonic() + budget
         try:
             with Workspace(root, store=store) as ws:
-                self.read += ws.open_store().objects.read_ahead(part)
+                objects = ws.open_store().objects
+                while self.left and time.monotonic() < end:
+                    part = [self.left.pop() for _ in range(min(_PART, len(self.left)))]
+                    self.read += objects.read_ahead(part)
         except Exception as e:  # noqa: BLE001 - reading ahead only saves time later
             log(f"reading trees ahead failed: {e!r}")
             self.left.clear()

@@ -44,7 +44,7 @@ from .. import _wire as wire
 from .._service_client import ServicePaths, answer_here, ask_service
 from .._where import foreign_folder, peer_uid, via_short_path
 from ..store import hold_databases
-from ._read_ahead import ReadAhead
+from ._read_ahead import IDLE_SECONDS, ReadAhead
 
 #: Runs one command line handed over by the relay: (argv, cwd, env, stdin) -> (exit
 #: code, stdout, stderr). The command line's (``cli/_served.py``), given by ``service run``.
@@ -536,6 +536,7 @@ class _Service:
         finally:
             gc.enable()
         gc.collect(1)  # what the call left: the caller has its answer already
+        self.last_call = time.monotonic()
 
     def _refuse(self, call: wire.Call) -> str:
         """Return why this service does not take a call ('' when it does)."""
@@ -748,8 +749,12 @@ def serve(
                 break
             ino = svc.watcher.fileno()  # a new one after the watches are made anew
             try:
-                busy = svc.ahead.due(svc.runner is not None and svc.watcher.degraded is None)
-                wait = 0.0 if busy else min(left, 5.0, max(svc.audit_in(), 0.05))
+                wait = min(left, 5.0, max(svc.audit_in(), 0.05))
+                busy = False
+                if svc.ahead.due(svc.runner is not None and svc.watcher.degraded is None):
+                    idle = time.monotonic() - svc.last_call
+                    busy = idle >= IDLE_SECONDS
+                    wait = 0.0 if busy else min(wait, IDLE_SECONDS - idle)
                 ready, _, _ = select.select([ino, lfd], [], [], wait)
             except InterruptedError:
                 continue
