@@ -239,8 +239,8 @@ def test_objects_used_again_outlast_those_that_are_not(monkeypatch: pytest.Monke
     for i in range(20):
         _objects._keep_recent(f"blob{i}", b"b" * 3000)
         assert _objects._recent("root") == root  # every snapshot reads it
-    assert _objects.is_recent("root") and _objects.is_recent("blob19")
-    assert not _objects.is_recent("blob17")
+    assert "root" in _objects._RECENT and "blob19" in _objects._RECENT
+    assert "blob17" not in _objects._RECENT
     assert sum(map(len, _objects._RECENT.values())) == _objects._RECENT_SIZE[0] <= 10_000
 
 
@@ -265,8 +265,8 @@ def test_reading_ahead_keeps_the_trees_named_within_its_budget(
         missing = "0" * 64
         budget = len(texts[0]) * 2 + 1
         assert store.objects.read_ahead([ids[0], missing, ids[1], ids[2], ids[3]], budget) == 3
-        assert [_objects.is_recent(o) for o in ids] == [True, True, True, False]
-        assert not _objects.is_recent(missing)
+        assert [o in _objects._RECENT for o in ids] == [True, True, True, False]
+        assert missing not in _objects._RECENT
         assert store.objects.read_ahead(ids[:3], budget) == 0  # kept already
     finally:
         store.close()

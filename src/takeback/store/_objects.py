@@ -83,11 +83,6 @@ def _recent(oid: str) -> bytes | None:
     return data
 
 
-def is_recent(oid: str) -> bool:
-    """Whether this process keeps an object's bytes in memory (see ``_RECENT``)."""
-    return oid in _RECENT
-
-
 def may_delta(size: int) -> bool:
     """Whether an object of ``size`` bytes is ever stored as a delta against a base."""
     return _MIN_DELTA <= size <= _MAX_DELTA
@@ -617,12 +612,10 @@ class PackedObjects:
             if oid in _RECENT:
                 continue
             try:
-                data = self.get(oid)
+                self.get_stored(oid)  # which keeps what it reads
             except StoreError:
                 continue
-            if len(data) <= _MAX_DELTA:
-                _keep_recent(oid, data)
-                read += 1
+            read += 1
         return read
 
     def get_tree(self, oid: str) -> Tree:
