@@ -152,6 +152,25 @@ def test_hook_calls_and_snapshots_load_only_what_they_run(tmp_path: Path) -> Non
         assert sorted(modules & {"takeback._service_client", "takeback.ops._engine"}) == []
 
 
+#: Besides, a snapshot in a process of its own (no service) makes no plan, no take-back's
+#: result and no patch: what it prints is its record and its scan's counts.
+NOT_IN_SNAPSHOTS = NEVER | {"takeback.model._plan", "takeback.model._results", "takeback.ops._patch"}
+
+
+def test_a_snapshot_without_the_service_loads_no_plan_and_no_patch(tmp_path: Path) -> None:
+    ws, store = tmp_path / "ws", tmp_path / "store"
+    ws.mkdir()
+    for i in range(20):
+        (ws / f"f{i}.txt").write_text(f"{i}\n")
+    for argv in (["snapshot"], ["snapshot", "--json"]):
+        (ws / "f1.txt").write_text(f"{argv}\n")
+        proc, modules = _run([*argv, "--root", str(ws)], store, tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "takeback.ops._snapshot" in modules and "takeback.cli._app" in modules
+        assert sorted(modules & NOT_IN_SNAPSHOTS) == []
+    assert json.loads(proc.stdout)["scan"]["mode"] == "full"
+
+
 #: All that a command the service runs may load in the caller's process (the relay): no
 #: store, no scan, no argument parser; a hook call adds its entry point and its bound.
 #: (The data folder's module only when no store is named.)

@@ -24,7 +24,7 @@ from .errors import (
     TakebackError,
     UsageError,
 )
-from .model import DIR, LARGE, UNREADABLE, RewindResult, SessionInfo, SnapshotInfo
+from .model import DIR, LARGE, UNREADABLE, SessionInfo, SnapshotInfo
 from .ops import Options
 from .store import (
     Store,
@@ -36,6 +36,7 @@ from .store import (
 
 if TYPE_CHECKING:
     from ._likeness import Likeness
+    from .model import RewindResult
     from .ops import DiffResult, FileDiff, Resolved
     from .store import PgListener as Listener
 
@@ -452,7 +453,7 @@ class Workspace(StoreHome, Upkeep):
             dry_run=dry_run,
             session=session,
             on_progress=on_progress,
-            plan_of=plan.token or "" if isinstance(plan, RewindResult) else plan,
+            plan_of=plan if plan is None or isinstance(plan, str) else plan.token or "",
         )
         result = dataclasses.replace(done, note=resolved.note)
         if not dry_run:
@@ -527,3 +528,14 @@ __all__ = [
     "Workspace",
     "find_root",
 ]
+
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        # RewindResult, named here too, is loaded on first use (``model``'s own rule).
+        if name == "RewindResult":
+            from .model import RewindResult
+
+            return RewindResult
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,8 +1,14 @@
-"""Model layer: pure data, no I/O. Entries and trees, snapshot records, plans and changes."""
+"""Model layer: pure data, no I/O. Entries and trees, snapshot records, plans and changes.
+
+Trees and records are loaded with the package; plans and take-backs' results on first use
+(``model.Plan``): a snapshot in a process of its own makes neither, and their dataclasses
+are a few milliseconds of its start-up.
+"""
 
 from __future__ import annotations
 
-from ._plan import EFFECTS, Plan, PlanAction, PlanEffect, PlanItem
+from typing import TYPE_CHECKING, Any
+
 from ._records import (
     Change,
     ChangeKind,
@@ -15,7 +21,6 @@ from ._records import (
     change_kind,
     unreadable_json,
 )
-from ._results import Lines, Region, RewindResult, TurnOpResult
 from ._tree import (
     DIR,
     FILE,
@@ -33,6 +38,16 @@ from ._tree import (
     replace_ids,
     tree_links,
 )
+
+if TYPE_CHECKING:
+    from ._plan import EFFECTS, Plan, PlanAction, PlanEffect, PlanItem
+    from ._results import Lines, Region, RewindResult, TurnOpResult
+
+#: name loaded on first use -> the submodule that holds it
+_LATER = {
+    **dict.fromkeys(("EFFECTS", "Plan", "PlanAction", "PlanEffect", "PlanItem"), "_plan"),
+    **dict.fromkeys(("Lines", "Region", "RewindResult", "TurnOpResult"), "_results"),
+}
 
 __all__ = [
     "DIR",
@@ -70,3 +85,16 @@ __all__ = [
     "tree_links",
     "unreadable_json",
 ]
+
+
+if not TYPE_CHECKING:  # hidden from mypy, which then checks every ``model.name`` strictly
+
+    def __getattr__(name: str) -> Any:
+        where = _LATER.get(name)
+        if where is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(f".{where}", __name__), name)
+        globals()[name] = value
+        return value

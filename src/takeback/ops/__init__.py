@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ._fsck import DuResult, FsckResult, SessionUsage, du, fsck
     from ._gc import GcResult, gc
     from ._hunks import Hunk, turn_hunks, undo_hunks
-    from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, quote_path, text_diff
+    from ._patch import LineStat, TextDiff, is_binary, line_counts, line_stat, text_diff
     from ._policy import (
         LAST_GC,
         Policy,
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         read_policy,
         write_policy,
     )
+    from ._quote import quote_path
     from ._records import recorded_state
     from ._refs import Resolved, resolve
     from ._rewind import RewindOutcome, rewind
@@ -108,7 +109,7 @@ _WHERE = {
     "lookup": "_treediff",
     "measure_turn": "_turns",
     "open_turn": "_turns",
-    "quote_path": "_patch",
+    "quote_path": "_quote",
     "read_entry": "_diff",
     "read_state": "_turns",
     "record": "_snapshot",

@@ -5,64 +5,22 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import re
 import zlib
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from ..model import DIR, LARGE, LINK, UNREADABLE, Entry
+from ._quote import quote_name
 
 _BINARY_PROBE = 8000
 _NULL_ID = b"0" * 40
 _SHORT_ID = 7
 _BASE85_LINE = 52  # bytes of deflated data per line of a binary hunk, as git writes them
 
-# git's core.quotePath=true: a name holding a control byte, a double quote, a backslash
-# or any byte from 0x7f up is written in double quotes with C escapes, so that every
-# name fits on one line of ASCII and a patch names exactly the bytes of the file.
-_NEEDS_QUOTE = re.compile(rb'[\x00-\x1f"\\\x7f-\xff]')
-_C_ESCAPES = {
-    0x07: b"\\a",
-    0x08: b"\\b",
-    0x09: b"\\t",
-    0x0A: b"\\n",
-    0x0B: b"\\v",
-    0x0C: b"\\f",
-    0x0D: b"\\r",
-    0x22: b'\\"',
-    0x5C: b"\\\\",
-}
-_QUOTED_BYTE = [
-    _C_ESCAPES.get(c, b"\\%03o" % c if c < 0x20 or c >= 0x7F else bytes([c])) for c in range(256)
-]
-
 
 def is_binary(data: bytes) -> bool:
     """Git's rule: a NUL byte in the first 8000 bytes makes a file binary."""
     return b"\0" in data[:_BINARY_PROBE]
-
-
-def _quote(name: bytes) -> bytes:
-    if _NEEDS_QUOTE.search(name) is None:
-        return name
-    return b'"' + b"".join(_QUOTED_BYTE[c] for c in name) + b'"'
-
-
-def quote_path(path: str) -> str:
-    r"""Return a path as git writes it with core.quotePath=true.
-
-    A path of printable ASCII is returned as it is; any other is put in double quotes with
-    C escapes (``\t``, ``\n``, ``\"``, ``\\``, and three octal digits for other
-    control bytes and for every byte from 0x7f up, UTF-8 or not). The result is always
-    printable ASCII, one line.
-
-    Args:
-        path: a path as takeback holds it (undecodable bytes as surrogate escapes).
-
-    Returns:
-        The path as ``git diff --name-status`` would print it.
-    """
-    return _quote(os.fsencode(path)).decode("ascii")
 
 
 def _git_mode(e: Entry) -> str:
@@ -569,7 +527,7 @@ def file_patch(
             path, None, new, read, binary=binary
         )
     bpath = os.fsencode(path)
-    a_name, b_name = _quote(b"a/" + bpath), _quote(b"b/" + bpath)
+    a_name, b_name = quote_name(b"a/" + bpath), quote_name(b"b/" + bpath)
     out = [b"diff --git %s %s\n" % (a_name, b_name)]
     same_mode = False
     if old is None and new is not None:
