@@ -154,7 +154,11 @@ def test_hook_calls_and_snapshots_load_only_what_they_run(tmp_path: Path) -> Non
 
 #: Besides, a snapshot in a process of its own (no service) makes no plan, no take-back's
 #: result and no patch: what it prints is its record and its scan's counts.
-NOT_IN_SNAPSHOTS = NEVER | {"takeback.model._plan", "takeback.model._results", "takeback.ops._patch"}
+NOT_IN_SNAPSHOTS = NEVER | {
+    "takeback.model._plan",
+    "takeback.model._results",
+    "takeback.ops._patch",
+}
 
 
 def test_a_snapshot_without_the_service_loads_no_plan_and_no_patch(tmp_path: Path) -> None:
