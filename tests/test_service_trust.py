@@ -112,6 +112,71 @@ def test_stop_never_signals_a_process_the_pid_file_did_not_start(
         bystander.wait()
 
 
+_FINALIZER_SERVICE = """
+import os, sys, time
+from takeback.integrations import _service
+
+marker = sys.argv[3]
+
+
+class Slow:
+    def __del__(self):
+        # A finalizer the signal lands in: Python ignores what it raises there.
+        open(marker, "w").close()
+        time.sleep(2.0)
+
+
+sweep = _service._Service.sweep_claims
+
+
+def sweep_then_drop(self):
+    sweep(self)
+    if not os.path.exists(marker):
+        Slow()  # dropped at once: its finalizer runs here, in the service's loop
+
+
+_service._Service.sweep_claims = sweep_then_drop
+sys.exit(_service.serve(sys.argv[1], sys.argv[2], quiet=120.0))
+"""
+
+
+def test_a_sigterm_that_lands_in_a_finalizer_still_stops_the_service(
+    tb: CLI, ws_dir: Path, store_dir: Path, tmp_path: Path
+) -> None:
+    # A signal's handler runs wherever the main thread is, a finalizer (``__del__``, a
+    # collector's callback) too, and an exception raised there is printed and dropped:
+    # a SIGTERM whose only effect was to raise went unheeded, and the service ran on
+    # until its idle exit, 30 minutes later.
+    _seed(ws_dir)
+    tb("snapshot")
+    marker = tmp_path / "in-finalizer"
+    env = dict(os.environ, PYTHONPATH=SRC)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _FINALIZER_SERVICE, str(ws_dir), str(store_dir), str(marker)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert marker.exists(), proc.stderr.read().decode() if proc.stderr else ""
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the service ran on 10 s after SIGTERM")
+        assert code == 0
+        assert _service.running_pid(str(store_dir)) is None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
 # -- 7. folders and peers of its own user only ---------------------------------------------
 
 

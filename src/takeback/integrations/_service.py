@@ -709,7 +709,13 @@ def serve(
         os.close(lock)
         return 0 if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else 2
 
-    def _term(_signum: int, _frame: object) -> None:
+    stopping: list[int] = []
+
+    def _term(signum: int, _frame: object) -> None:
+        # Raised to leave whatever runs at once; and kept, for when it runs in a
+        # finalizer (``__del__``, a collector's callback), where Python drops what is
+        # raised: the loop then ends at its next turn.
+        stopping.append(signum)
         raise _Stop
 
     signal.signal(signal.SIGTERM, _term)
@@ -743,7 +749,7 @@ def serve(
         listener = _bind(paths.socket)
         svc.last_query = svc.last_call = time.monotonic()
         lfd = listener.fileno()
-        while not svc.done:
+        while not svc.done and not stopping:
             left = svc.quiet - (time.monotonic() - svc.last_call)
             if left <= 0:
                 break
