@@ -17,6 +17,7 @@ LAYERS = {
     "errors": 0,
     "_types": 0,
     "_fs": 0,
+    "_lazy": 0,
     "_where": 0,
     "_wire": 0,
     "_service_client": 0,

@@ -7,8 +7,9 @@ are a few milliseconds of its start-up.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import loader
 from ._records import (
     Change,
     ChangeKind,
@@ -88,13 +89,4 @@ __all__ = [
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which then checks every ``model.name`` strictly
-
-    def __getattr__(name: str) -> Any:
-        where = _LATER.get(name)
-        if where is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(f".{where}", __name__), name)
-        globals()[name] = value
-        return value
+    __getattr__ = loader(__name__, _LATER)

@@ -15,7 +15,9 @@ or a snapshot does not pay for merges, patches, rewinds and copies it never runs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import loader
 
 if TYPE_CHECKING:
     from ..model import TurnOpResult
@@ -204,16 +206,7 @@ __all__ = [
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which then checks every ``ops.name`` strictly
-
-    def __getattr__(name: str) -> Any:
-        where = _WHERE.get(name)
-        if where is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(f".{where}", __name__), name)
-        globals()[name] = value
-        return value
+    __getattr__ = loader(__name__, _WHERE)
 
 
 def __dir__() -> list[str]:
