@@ -527,6 +527,22 @@ def bench_run(
             restore_pristine(tree)
 
 
+@contextmanager
+def bench_trees(base: str, sizes: Sequence[int]) -> Iterator[list[BenchTree]]:
+    """The cached trees of ``sizes`` under one lock, each put back as committed after.
+
+    For a phase that uses several trees at once (``bench_run`` holds one).
+    """
+    root = Path(base).resolve()
+    with bench_lock(root):
+        trees = [ensure_tree(root, n) for n in sizes]
+        try:
+            yield trees
+        finally:
+            for tree in trees:
+                restore_pristine(tree)
+
+
 def write_markdown(path: str, title: str, report: str, command: str) -> None:
     """Write a run's report as a fragment of the manual's benchmarks page.
 

@@ -38,7 +38,12 @@ Run it with the project's virtualenv::
 
 With two sizes or more, the report ends with each figure at the largest N over the same
 figure at the smallest (a fast path whose cost follows the changes, not the tree, stays
-near 1.0x).
+near 1.0x). Those are timed one size after the other, the larger after the smaller (and
+after git's first add of it, with ``--first-vs-git``), so the machine is not the same for
+both. ``--interleave R`` adds R rounds in which the sizes alternate, both services
+running on the stores the runs above made: an unchanged and a 10-changed snapshot and a
+Bash hook call before and after the command at each size in each round, so that both
+sizes meet the same load; their ratios end the report.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from _tree import (
     SOURCE_CHANGED,
     BenchTree,
     bench_run,
+    bench_trees,
     console_script,
     fmt_s,
     git_env,
@@ -328,7 +334,9 @@ def _wall(cmd: list[str]) -> float:
 
 def run_size(args: argparse.Namespace, n: int, hooks: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"files": n}
-    with bench_run(args.base, n, "run-service", takeback=args.takeback, freeze=True) as setting:
+    # A work folder per size: its store is used again by the interleaved rounds.
+    work = f"run-service-{n}"
+    with bench_run(args.base, n, work, takeback=args.takeback, freeze=True) as setting:
         tree, tb = setting.tree, setting.takeback
         r = Round(tree, tb, setting.work)
         shutil.copyfile(tree.root / ".git" / "index", r.git_state)
@@ -360,6 +368,82 @@ def run_size(args: argparse.Namespace, n: int, hooks: bool) -> dict[str, Any]:
         out["errors"] = r.errors
         out["source_changed"] = source_digest() != setting.source_before
     return out
+
+
+#: What the interleaved rounds time at each size.
+INTERLEAVED = (
+    ("snapshot, unchanged", "unchanged_s"),
+    ("snapshot, 10 changed", "changed_s"),
+    ("Bash hook before", "pre_s"),
+    ("Bash hook after", "post_s"),
+)
+
+
+def measure_interleaved(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
+    """Rounds in which the sizes alternate, both services running (see the docstring)."""
+    tb = takeback_exe(args.takeback)
+    base = Path(args.base).resolve()
+    log(f"{', '.join(map(str, sizes))} files: {args.interleave} rounds, the sizes alternating")
+    with bench_trees(args.base, sizes) as trees:
+        pairs = zip(trees, sizes, strict=True)
+        rounds = [Round(tree, tb, base / f"run-service-{n}") for tree, n in pairs]
+        times: list[dict[str, list[float]]] = [{key: [] for _, key in INTERLEAVED} for _ in sizes]
+        running: list[Round] = []
+        try:
+            for r in rounds:
+                r.service("start")
+                running.append(r)
+                r.snapshot("full")  # its first mark (the tree was put back since)
+                r.hook({"hook_event_name": "UserPromptSubmit", "prompt": "bench"})
+            for i in range(args.interleave):
+                order = list(enumerate(rounds))
+                for k, r in order if i % 2 == 0 else order[::-1]:
+                    got = times[k]
+                    r.settle()
+                    got["unchanged_s"].append(r.snapshot("service"))
+                    r.change()
+                    r.settle()
+                    got["changed_s"].append(r.snapshot("service"))
+                    r.hook_n += 1
+                    call = {
+                        "tool_name": "Bash",
+                        "tool_use_id": f"i{r.hook_n}",
+                        "tool_input": {"command": "make"},
+                    }
+                    got["pre_s"].append(r.hook({"hook_event_name": "PreToolUse", **call}))
+                    r.change()
+                    r.settle()
+                    got["post_s"].append(r.hook({"hook_event_name": "PostToolUse", **call}))
+            for r in rounds:
+                r.hook({"hook_event_name": "Stop"})
+        finally:
+            for r in running:
+                r.service("stop")
+    return {
+        "rounds": args.interleave,
+        "sizes": sizes,
+        "medians": [{key: median(vals) for key, vals in got.items()} for got in times],
+        "errors": [e for r in rounds for e in r.errors],
+    }
+
+
+def print_interleaved(inter: dict[str, Any], file: Any) -> None:
+    lo, hi = inter["medians"][0], inter["medians"][-1]
+    n_lo, n_hi = inter["sizes"][0], inter["sizes"][-1]
+    print(file=file)
+    print(
+        f"the sizes alternating round by round ({inter['rounds']} rounds, both services "
+        "running; medians)",
+        file=file,
+    )
+    print(f"  {'':<22} {n_lo:>10} {n_hi:>10}  {'ratio':>6}", file=file)
+    for name, key in INTERLEAVED:
+        print(
+            f"  {name:<22} {fmt_s(lo[key]):>10} {fmt_s(hi[key]):>10}  {hi[key] / lo[key]:>5.2f}x",
+            file=file,
+        )
+    for e in inter["errors"]:
+        print(f"ERROR: {e}", file=file)
 
 
 def print_report(results: list[dict[str, Any]], file: Any) -> None:
@@ -472,6 +556,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--repeat", type=int, default=5, help="rounds (medians are over these)")
     p.add_argument(
+        "--interleave",
+        type=int,
+        default=0,
+        metavar="R",
+        help="with two sizes or more: R more rounds with the smallest and largest alternating",
+    )
+    p.add_argument(
         "--markdown",
         default=None,
         metavar="FILE",
@@ -494,6 +585,9 @@ def main(argv: list[str] | None = None) -> int:
     hooks_at = 100_000 if 100_000 in sizes else max(sizes)
     load = os.getloadavg()[0]
     results = [run_size(args, n, hooks=args.hooks_all or n == hooks_at) for n in sizes]
+    inter = None
+    if args.interleave > 0 and len(sizes) > 1:
+        inter = measure_interleaved(args, [min(sizes), max(sizes)])
     meta = {
         "loadavg_1min_start": round(load, 2),
         "loadavg_1min_end": round(os.getloadavg()[0], 2),
@@ -502,11 +596,15 @@ def main(argv: list[str] | None = None) -> int:
         "console_script": console_script(takeback_exe(args.takeback)),
     }
     print_report(results, sys.stderr if args.json else sys.stdout)
+    if inter is not None:
+        print_interleaved(inter, sys.stderr if args.json else sys.stdout)
     if args.markdown:
         import io
 
         buf = io.StringIO()
         print_report(results, buf)
+        if inter is not None:
+            print_interleaved(inter, buf)
         write_markdown(
             args.markdown,
             "Snapshots and hook calls with the watching service",
@@ -519,8 +617,10 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
     )
     if args.json:
-        print(json.dumps({"meta": meta, "results": results}, indent=2, sort_keys=True))
-    return 1 if any(res["errors"] for res in results) else 0
+        doc = {"meta": meta, "results": results, "interleaved": inter}
+        print(json.dumps(doc, indent=2, sort_keys=True))
+    failed = any(res["errors"] for res in results) or (inter is not None and inter["errors"])
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
