@@ -34,7 +34,8 @@ Run it with the project's virtualenv::
     .venv/bin/python bench/bench_service.py                 # 10,000 and 100,000 files
     .venv/bin/python bench/bench_service.py --sizes 10000   # quick
     .venv/bin/python bench/bench_service.py --with-300k --json > figures.json
-    .venv/bin/python bench/bench_service.py --sizes 100000,1000000 --hooks-all --first-vs-git
+    .venv/bin/python bench/bench_service.py --sizes 100000,1000000 --hooks-all --first-vs-git \
+        --interleave 12
 
 With two sizes or more, the report ends with each figure at the largest N over the same
 figure at the smallest (a fast path whose cost follows the changes, not the tree, stays
