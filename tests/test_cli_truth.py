@@ -157,6 +157,29 @@ def test_help_is_grouped_true_and_says_something_of_every_option() -> None:
     assert "-- PATH" in sub.choices["diff"].format_usage()
 
 
+@pytest.mark.parametrize("columns", ["50", "132", None])
+def test_help_fits_the_terminal_as_argparse_itself_would_fit_it(
+    columns: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The parser finds the width without shutil (which loads bz2 and lzma): the help
+    # must still be what argparse's own formatter makes, wrapped alike.
+    import argparse
+
+    from takeback.cli._app import build_parser
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    for only in (None, "snapshot", "undo"):
+        parser = build_parser(only)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        for p in (parser, *sub.choices.values()):
+            ours = p.format_help()
+            p.formatter_class = argparse.RawDescriptionHelpFormatter
+            assert ours == p.format_help(), (columns, only, p.prog)
+
+
 def test_files_over_the_limit_are_named_when_that_changes_with_how_to_keep_them(
     tb: CLI, ws_dir: Path
 ) -> None:

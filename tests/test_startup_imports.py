@@ -153,11 +153,14 @@ def test_hook_calls_and_snapshots_load_only_what_they_run(tmp_path: Path) -> Non
 
 
 #: Besides, a snapshot in a process of its own (no service) makes no plan, no take-back's
-#: result and no patch: what it prints is its record and its scan's counts.
+#: result and no patch: what it prints is its record and its scan's counts; and its
+#: argument parser finds the terminal's width without shutil.
 NOT_IN_SNAPSHOTS = NEVER | {
     "takeback.model._plan",
     "takeback.model._results",
     "takeback.ops._patch",
+    # argparse asks shutil for the terminal's width (shutil loads bz2 and lzma)
+    "shutil",
 }
 
 

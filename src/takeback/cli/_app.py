@@ -51,7 +51,46 @@ class ArgError(Exception):
     """argparse found bad arguments (exit 2, one line)."""
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter (descriptions kept as written), its width found without shutil.
+
+    argparse asks ``shutil.get_terminal_size`` for the width whenever a parser is given
+    an argument (it formats each to check it), and importing shutil loads bz2, lzma and
+    fnmatch: a few ms of every command a process runs without the service. The width is
+    found as shutil finds it: ``COLUMNS``, else the terminal's, else 80.
+    """
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            width = _columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _columns() -> int:
+    """The terminal's width in columns, as ``shutil.get_terminal_size`` gives it."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> Any:  # argparse's hook
         # One prefix for every error, whichever command's parser found it.
         raise ArgError(f"takeback: error: {message}")
@@ -198,7 +237,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         parents=[common_options()],
         description="Record what an agent does to a folder and take it back.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_Formatter,
     )
     parser.add_argument("-V", "--version", action="store_true", help="print the version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -213,7 +252,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             name,
             parents=[common],
             description=mod.HELP + " (the options every command takes: takeback --help)",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=_Formatter,
         )
         mod.add_arguments(sp)
         sp.set_defaults(_module=module, _after_dashdash=getattr(mod, "AFTER_DASHDASH", None))
