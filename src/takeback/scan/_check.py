@@ -2,10 +2,12 @@
 
 A scan with a cache from an earlier one first lists every in-scope folder for its two
 digests alone (``_list.py``) and compares them with the cache's; the walk then lists again
-only the folders that differ, and those above them. The pass is bound by ``lstat`` calls
-and the Python around them, so the top-level folders are split, by the size of their
-subtrees in the cache, between this process and ``forks`` forked workers, which share no
-lock (``_fork.py``). A process with threads of its own (a server's) must not fork: there
+only the folders that differ, and those above them. Where the C module is built, each
+top-level folder's subtree is checked there (``check_tree``: listed, digested and compared
+with no Python a folder), and what it cannot decide alone comes back to be listed here.
+The pass is bound by ``lstat`` calls, so the top-level folders are split, by the size of
+their subtrees in the cache, between this process and ``forks`` forked workers, which
+share no lock (``_fork.py``). A process with threads of its own (a server's) must not fork: there
 the parts go to threads instead, where the C listing runs without the GIL.
 
 A worker that fails (a folder vanished under it, say) costs time, never a folder missed:
@@ -17,10 +19,18 @@ from __future__ import annotations
 import marshal
 import os
 
-from ._cache import _FILES, _LISTING, _STAT, _Fast
+from ._cache import _FILES, _LISTING, _PARTIAL, _SKIP, _STAT, _USES_INDEX, _Fast
 from ._fork import can_fork, fork_worker, receive, send
 from ._ignore import IgnoreRules
 from ._list import Lister, _Unreadable, native_listing
+
+try:  # the C check of a whole subtree; built with the native listing
+    from ._listing import check_tree as _native_check
+except ImportError:  # pragma: no cover - checked folder by folder in Python
+    _native_check = None  # type: ignore[assignment]
+
+#: Where a cache record keeps what the native check compares (see ``_listing.c``).
+_CHECKED_FIELDS = (_LISTING, _SKIP, _PARTIAL, _STAT, _USES_INDEX)
 
 #: One top-level folder to check: its path, the rules and key in force above it, and
 #: whether it lies in an ignored folder that git tracks files in.
@@ -145,6 +155,26 @@ class Checker:
     def _check(
         self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, dirty: list[str]
     ) -> None:
+        """Check the folder ``rel`` and everything below it; add what differs to ``dirty``.
+
+        The C module checks every folder it can decide alone (those with a record, no
+        ignore file of their own and the names they had), with no Python a folder; it
+        hands back the others, listed here, where their subfolders go back to it.
+        """
+        if _native_check is None:
+            self._check_listed(rel, rules, key, excluded, dirty)
+            return
+        old, lister = self._old, self._lister
+        handed = _native_check(
+            lister.root, rel, key, excluded, old, lister.index_sig, dirty, _CHECKED_FIELDS
+        )
+        for there, there_excluded in handed:
+            self._check_listed(there, rules, key, there_excluded, dirty)
+
+    def _check_listed(
+        self, rel: str, rules: IgnoreRules, key: bytes, excluded: bool, dirty: list[str]
+    ) -> None:
+        """Check one folder listed in Python, then what is below it (:meth:`_check`)."""
         old = self._old.get(rel)
         try:
             got = self._lister.listing(rel, rules, key, excluded, old, keep=False)

@@ -212,6 +212,11 @@ class Lister:
         self._index_sig = index_sig
         return _digest(*parts)
 
+    @property
+    def index_sig(self) -> bytes:
+        """The signature of git's index, as :meth:`root_key` took it (``-``: none)."""
+        return self._index_sig
+
     def _index(self) -> GitIndex | None:
         if self._gitindex is False:
             self._gitindex = GitIndex.load(self.root)

@@ -12,3 +12,15 @@ def list_folder(
     ]
     | None
 ): ...
+def check_tree(
+    root: str,
+    rel: str,
+    key: bytes,
+    excluded: bool,
+    old: dict[str, tuple[object, ...]],
+    index_sig: bytes,
+    dirty: list[str],
+    fields: tuple[int, int, int, int, int],
+    /,
+) -> list[tuple[str, bool]]: ...
+def digest(*parts: bytes) -> bytes: ...
