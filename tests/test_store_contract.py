@@ -8,6 +8,7 @@ another server.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,11 +25,17 @@ __all__ = ["pg_server"]
 
 Opener = Callable[..., Store]
 
+_databases = itertools.count(1)
+
 
 @pytest.fixture(scope="module")
 def contract_db(pg_server: PgServer) -> str:
-    """One database for the module: each test's workspace has its own key in it."""
-    return pg_server.create_db(f"contract{os.getpid()}")
+    """One database for the module: each test's workspace has its own key in it.
+
+    Named anew each time: a worker of pytest-xdist that runs this module's tests among
+    others' can make the module's fixtures more than once, on the same server.
+    """
+    return pg_server.create_db(f"contract{os.getpid()}_{next(_databases)}")
 
 
 # On a database in the quick tier too: the PostgreSQL store's tests there.
