@@ -257,8 +257,10 @@ EDGE_EXCEPTIONS = {
     ("integrations._service", "scan._watcher", "Watcher"),
     ("integrations._watch", "scan._watcher", "Watcher"),
     # The service keeps its store's databases open between the calls it runs, so that
-    # each call's close does not checkpoint and remove the write-ahead log.
+    # each call's close does not checkpoint and remove the write-ahead log, and copies
+    # the log into them in its idle time instead of in a call's commit.
     ("integrations._service", "store", "hold_databases"),
+    ("integrations._service", "store", "HeldDatabases"),
     # In its idle time the service reads ahead the last trees of the folders that hold
     # others, from the folder cache its last call left in this process.
     ("integrations._read_ahead", "scan", "cached_folders"),

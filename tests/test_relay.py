@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,6 +76,34 @@ def test_a_snapshot_the_service_runs_is_the_one_the_command_would_take(
     short = tb("snapshot", "--message=plain").stdout.strip()
     assert [s["message"] for s in _snapshots(tb)[:3]] == ["plain", "", "after the edit"]
     assert _snapshots(tb)[0]["id"].startswith(short)
+
+
+def _in_the_file(db: Path, message: str) -> bool:
+    """Whether the database file itself, its write-ahead log left out, holds the snapshot."""
+    try:
+        conn = sqlite3.connect(f"file:{db}?immutable=1", uri=True)
+        try:
+            row = conn.execute("SELECT count(*) FROM snapshots WHERE message=?", (message,))
+            return bool(row.fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return False  # read while a checkpoint wrote it: asked again
+
+
+def test_the_service_copies_its_log_into_the_databases_when_idle(
+    tb: CLI, ws: Path, store_dir: Path, service: int
+) -> None:
+    """A call's commit leaves the checkpoint to the service's idle time: the snapshot
+    is in the log at once, and in the database file itself soon after."""
+    (ws / "a" / "f1.txt").write_text("changed\n")
+    tb("snapshot", "-m", "through the service")
+    assert _snapshots(tb)[0]["message"] == "through the service"
+    deadline = time.monotonic() + 10
+    while not _in_the_file(store_dir / "meta.db", "through the service"):
+        assert time.monotonic() < deadline, "the service never copied its log back"
+        time.sleep(0.1)
+    assert alive(service)
 
 
 def test_the_service_reads_ahead_the_trees_a_change_far_below_would_read(

@@ -43,8 +43,9 @@ from typing import Any
 from .. import _wire as wire
 from .._service_client import ServicePaths, answer_here, ask_service
 from .._where import foreign_folder, peer_uid, via_short_path
-from ..store import hold_databases
+from ..store import HeldDatabases, hold_databases
 from ._read_ahead import IDLE_SECONDS, ReadAhead
+from ._service_pid import exited, lock_held, start_time
 
 #: Runs one command line handed over by the relay: (argv, cwd, env, stdin) -> (exit
 #: code, stdout, stderr). The command line's (``cli/_served.py``), given by ``service run``.
@@ -75,38 +76,6 @@ AUDIT_AFTER = 60.0
 AUDIT_EVERY = 10 * 60.0
 
 
-def _lock_held(paths: ServicePaths) -> tuple[int, int] | None:
-    """Return the running service's pid and start time (its lock is held), else None.
-
-    The pid is 0 when the pid file does not say it (the service is still starting).
-    """
-    try:
-        fd = os.open(paths.pid, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            words = os.read(fd, 64).split()
-            if len(words) == 2 and words[0].isdigit() and words[1].isdigit():
-                return int(words[0]), int(words[1])
-            return 0, 0
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
-
-
-def _start_time(pid: int) -> int | None:
-    """Return when process ``pid`` started, in clock ticks since boot (None: no such one)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def log_path(store_path: str) -> str:
     """Return where the service writes why it failed."""
     return ServicePaths(store_path).log
@@ -114,7 +83,7 @@ def log_path(store_path: str) -> str:
 
 def running_pid(store_path: str) -> int | None:
     """Return the pid of the workspace's running service, or None."""
-    held = _lock_held(ServicePaths(store_path))
+    held = lock_held(ServicePaths(store_path))
     return None if held is None else held[0]
 
 
@@ -225,7 +194,7 @@ def stop(store_path: str, *, timeout: float = 3.0) -> int | None:
 
     It is asked first; one that does not answer (stopped, hung) is killed.
     """
-    held = _lock_held(ServicePaths(store_path))
+    held = lock_held(ServicePaths(store_path))
     if held is None:
         return None
     pid, started = held
@@ -234,13 +203,13 @@ def stop(store_path: str, *, timeout: float = 3.0) -> int | None:
     while time.monotonic() < deadline:
         if running_pid(store_path) is None:
             # Its lock goes as it exits; stopped means the process is gone too.
-            while not _exited(pid) and time.monotonic() < deadline:
+            while not exited(pid) and time.monotonic() < deadline:
                 time.sleep(0.01)
             return pid
         time.sleep(0.02)
     # Killed only when the pid names the process that wrote it (the same start time):
     # a pid from another pid namespace, or one reused since, is someone else's.
-    if pid > 0 and _lock_held(ServicePaths(store_path)) == held and _start_time(pid) == started:
+    if pid > 0 and lock_held(ServicePaths(store_path)) == held and start_time(pid) == started:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -248,16 +217,6 @@ def stop(store_path: str, *, timeout: float = 3.0) -> int | None:
         while running_pid(store_path) is not None and time.monotonic() < deadline + timeout:
             time.sleep(0.02)
     return pid
-
-
-def _exited(pid: int) -> bool:
-    """Whether process ``pid`` has ended (a zombie no one has reaped yet has ended too)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in (b"Z", b"X")
 
 
 def status(store_path: str, *, timeout: float = 1.0) -> dict[str, Any]:
@@ -331,6 +290,8 @@ class _Service:
         self.claims = self.paths.claims
         #: the last trees of the folders that hold others, read in idle time
         self.ahead = ReadAhead()
+        #: a call ran since the databases' logs were last copied into them (idle time)
+        self.unsaved = False
         #: the installed takeback this service runs (a call from another is declined)
         self.package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -537,6 +498,7 @@ class _Service:
             gc.enable()
         gc.collect(1)  # what the call left: the caller has its answer already
         self.last_call = time.monotonic()
+        self.unsaved = True
 
     def _refuse(self, call: wire.Call) -> str:
         """Return why this service does not take a call ('' when it does)."""
@@ -732,10 +694,10 @@ def serve(
         audit_every=audit_every,
     )
     listener: socket.socket | None = None
-    release: Callable[[], None] | None = None
+    held: HeldDatabases | None = None
     try:
         os.ftruncate(lock, 0)
-        os.pwrite(lock, b"%d %d" % (os.getpid(), _start_time(os.getpid()) or 0), 0)
+        os.pwrite(lock, b"%d %d" % (os.getpid(), start_time(os.getpid()) or 0), 0)
         svc.watcher.start()
         try:
             os.unlink(paths.socket)
@@ -745,7 +707,7 @@ def serve(
             os.makedirs(svc.claims, mode=0o700, exist_ok=True)
             # Calls run in this process ask this service what changed, not its socket.
             answer_here(os.path.realpath(store_path), svc.mark)
-        release = hold_databases(store_path)
+        held = hold_databases(store_path)
         listener = _bind(paths.socket)
         svc.last_query = svc.last_call = time.monotonic()
         lfd = listener.fileno()
@@ -761,6 +723,8 @@ def serve(
                     idle = time.monotonic() - svc.last_call
                     busy = idle >= IDLE_SECONDS
                     wait = 0.0 if busy else min(wait, IDLE_SECONDS - idle)
+                if svc.unsaved:
+                    wait = min(wait, max(IDLE_SECONDS - (time.monotonic() - svc.last_call), 0.0))
                 ready, _, _ = select.select([ino, lfd], [], [], wait)
             except InterruptedError:
                 continue
@@ -773,6 +737,11 @@ def serve(
                     break
                 svc.watcher.check()
                 svc.sweep_claims()
+                if held and svc.unsaved and time.monotonic() - svc.last_call >= IDLE_SECONDS:
+                    # What the calls committed is copied into the databases now, not in
+                    # the commit of a call that happens to fill the log.
+                    svc.unsaved = False
+                    held.checkpoint()
                 if busy:
                     svc.ahead.step(svc.root, svc.store, svc.log)
                 elif svc.audit_in() <= 0:
@@ -792,6 +761,6 @@ def serve(
             except OSError:
                 pass
         svc.watcher.close()
-        if release is not None:
-            release()
+        if held is not None:
+            held.release()
         os.close(lock)

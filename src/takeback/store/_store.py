@@ -21,7 +21,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -36,7 +36,7 @@ from ..errors import (
 )
 from ._lock import Reentry
 from ._meta import SCHEMA_VERSION, MetaStore
-from ._sqlite import connect, reclaim, reuse_connections
+from ._sqlite import checkpoint_idle, connect, reclaim, reuse_connections
 from ._sqlite_objects import ObjectStore
 
 FORMAT_VERSION = 1
@@ -104,21 +104,37 @@ def _writable(path: str) -> bool:
     return all(os.access(os.path.join(path, name), os.W_OK) for name in ("objects.db", "meta.db"))
 
 
-def hold_databases(path: str) -> Callable[[], None]:
+class HeldDatabases:
+    """A folder store's databases, kept open between the calls of this process."""
+
+    def __init__(self, path: str) -> None:
+        self._files = [os.path.join(path, name) for name in ("meta.db", "objects.db")]
+        self._ends = [reuse_connections(f) for f in self._files]
+
+    def checkpoint(self) -> int:
+        """Copy the databases' write-ahead logs into them, between two calls.
+
+        The calls' commits leave that to the process's idle time (see
+        :func:`._sqlite.checkpoint_idle`). Returns how many pages of the logs the
+        databases hold now.
+        """
+        return sum(checkpoint_idle(f) for f in self._files)
+
+    def release(self) -> None:
+        """Let the kept connections go: the next close of each is the file's last."""
+        for end in self._ends:
+            end()
+
+
+def hold_databases(path: str) -> HeldDatabases:
     """Keep a folder store's databases open between the calls of this process.
 
     For a process that opens and closes the store call after call (the watching
     service): each database's connections are kept open and idle when a call closes
-    them, and the next call's opening takes them (see :func:`reuse_connections`).
-    Returns what lets them go; what cannot be opened is not held.
+    them, and the next call's opening takes them (see :func:`reuse_connections`). What
+    cannot be opened is not held.
     """
-    ends = [reuse_connections(os.path.join(path, name)) for name in ("meta.db", "objects.db")]
-
-    def release() -> None:
-        for end in ends:
-            end()
-
-    return release
+    return HeldDatabases(path)
 
 
 def release_reserve(path: str) -> bool:
