@@ -16,6 +16,8 @@ repository with everything committed, cached under ``--base``), for each N of th
    into a new shadow repository of the same tree beside it;
 7. with the service, ``takeback rewind`` of the 10 changed files back to the snapshot
    before them (its pre-rewind snapshot included), against a service-fed snapshot;
+8. with ``--tail N``, N service-fed snapshots in a row, each after 10 changed files: the
+   median, the 90th percentile and the longest (what a call paying for upkeep costs);
 
 and on the largest N of the curve (on every N with ``--hooks-all``), with the service
 running:
@@ -279,6 +281,26 @@ def measure_rewinds(r: Round, repeat: int) -> dict[str, float]:
     }
 
 
+def measure_tail(r: Round, calls: int) -> dict[str, float]:
+    """``calls`` service-fed snapshots in a row, each after 10 changed files: the spread.
+
+    What a median hides: a call that pays for upkeep (a checkpoint of SQLite's
+    write-ahead log, a collection) shows as the 90th percentile and the longest.
+    """
+    times = []
+    for _ in range(calls):
+        r.change()
+        r.settle()
+        times.append(r.snapshot("service"))
+    times.sort()
+    return {
+        "calls": calls,
+        "median_s": median(times),
+        "p90_s": times[int(0.9 * (len(times) - 1))],
+        "max_s": times[-1],
+    }
+
+
 def measure_hooks(r: Round, repeat: int, baseline: str | None) -> dict[str, float]:
     """Bash pre/post and a file tool's call with the service running; start-up beside.
 
@@ -357,6 +379,9 @@ def run_size(args: argparse.Namespace, n: int, hooks: bool) -> dict[str, Any]:
             out["service"] = measure_snapshots(r, args.repeat, "service")
             log(f"{n} files: rewinds of 10 files with the service")
             out["rewind"] = measure_rewinds(r, args.repeat)
+            if args.tail:
+                log(f"{n} files: {args.tail} service-fed snapshots in a row")
+                out["tail"] = measure_tail(r, args.tail)
             if hooks:
                 log(f"{n} files: hook calls with the service")
                 out["hooks"] = measure_hooks(r, args.repeat, args.baseline_src)
@@ -480,6 +505,13 @@ def print_report(results: list[dict[str, Any]], file: Any) -> None:
             f"{'':>8} rewind of 10 files (service) {fmt_s(rw['rewind_s'])}, "
             f"{rw['rewind_vs_snapshot']:.2f}x a service-fed snapshot ({fmt_s(rw['snapshot_s'])})"
         )
+        if "tail" in res:
+            t = res["tail"]
+            p(
+                f"{'':>8} {t['calls']} service-fed snapshots after 10 changed files: median "
+                f"{fmt_s(t['median_s'])}, 90th percentile {fmt_s(t['p90_s'])}, "
+                f"longest {fmt_s(t['max_s'])}"
+            )
         peak = res["first_peak_rss_bytes"]
         first = f"{'':>8} first snapshot {fmt_s(res['first_s'])}"
         first += f", peak RSS {peak / (1 << 20):.0f} MiB" if peak > 0 else ""
@@ -556,6 +588,13 @@ def main(argv: list[str] | None = None) -> int:
         help="time git's first add of each tree beside the first snapshot",
     )
     p.add_argument("--repeat", type=int, default=5, help="rounds (medians are over these)")
+    p.add_argument(
+        "--tail",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also N service-fed snapshots in a row at each size: median, p90, longest",
+    )
     p.add_argument(
         "--interleave",
         type=int,
