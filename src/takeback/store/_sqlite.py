@@ -366,7 +366,9 @@ def connect(
     through :class:`Tx`. Opening an existing file runs no statement: WAL journaling is
     kept in the file (it is set once, when the file is made), and what writes need is
     set by :func:`prepare_writes` before the first one. A file SQLite cannot read fails
-    at the first query instead (the caller's schema check).
+    at the first query instead (the caller's schema check). The one setting made at
+    opening is a kept file's checkpoint threshold (:func:`_make_reusable`), which reads
+    nothing from the file.
 
     Args:
         path: the database file.
