@@ -406,6 +406,77 @@ def test_a_snapshot_between_the_mark_and_the_sweep_keeps_content_the_mark_found_
     assert tb("show", f"{taken[0]}:b.txt").stdout == old.decode()
 
 
+def test_an_object_a_dead_scan_stored_during_gc_keeps_its_base(
+    ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI
+) -> None:
+    """A scan killed after it stored its objects leaves them named by nothing: gc must
+    still keep their bases, or a later snapshot of the same bytes names a broken delta.
+
+    While gc sweeps, a person puts b.txt back to a version only dropped turns reached
+    (`takeback status` saves a scan cache naming it), edits it (a scan stores the edit
+    as a delta of that version, then dies before it saves its cache), and puts the kept
+    version back (a cache naming that one replaces the first, before gc reads either).
+    Nothing gc reads names the edit or its base; the base is doomed. Then the edit is
+    made again and snapshotted: its blob is stored already, so the snapshot names it.
+    """
+    from takeback.ops._keep import plan
+    from takeback.ops._policy import Policy
+    from takeback.ops._snapshot import _scan
+
+    lines = [f"line {i} " + "x" * 60 for i in range(80)]
+
+    def version(k: int) -> bytes:
+        body = list(lines)
+        body[k * 5] = f"version {k}"
+        return "\n".join(body).encode()
+
+    write(ws_dir, "keep.txt", "kept\n")
+    session = ws.session("agent")
+    session.start()
+    for k in range(1, 5):
+        with session.turn(f"turn {k}") as turn, turn.command(f"edit {k}"):
+            (ws_dir / "b.txt").write_bytes(version(k))
+    old, edit = version(2), version(9)
+    old_id, edit_id = hashlib.sha256(old).hexdigest(), hashlib.sha256(edit).hexdigest()
+    assert old_id in plan(ws.open_store(), Policy(keep_turns=1, keep_days=0.0)).objects
+
+    def status() -> None:
+        subprocess.run(
+            [sys.executable, "-m", "takeback", "status"],
+            cwd=ws_dir,
+            env=tb_env(tb),
+            capture_output=True,
+            timeout=20,
+            check=True,
+        )
+
+    def pause(name: str) -> None:
+        if name != "history":
+            return
+        (ws_dir / "b.txt").write_bytes(old)
+        status()
+        time.sleep(0.05)  # past the file system's timestamp granularity
+        (ws_dir / "b.txt").write_bytes(edit)
+        with takeback.Workspace(ws_dir, store=store_dir) as other:
+            rec = other._recording()
+            with rec.store.lock(exclusive=False):
+                _scan(rec.store, rec.options)  # its objects committed; then it died
+            row = rec.store.objects.index()[edit_id]
+            assert row.base == old_id  # the premise: the edit is a delta of the old version
+        (ws_dir / "b.txt").write_bytes(version(4))
+        status()
+
+    ws.gc(keep_turns=1, keep_days=0, pause=pause)
+    (ws_dir / "b.txt").write_bytes(edit)
+    taken = json.loads(tb("snapshot", "--json").stdout)["id"]
+    assert ws.open_store().objects.get(edit_id) == edit
+    check = ws.fsck(read_data=True)
+    assert check.clean, check.problems
+    (ws_dir / "b.txt").write_bytes(b"changed after\n")
+    tb("rewind", "--to", taken)
+    assert (ws_dir / "b.txt").read_bytes() == edit
+
+
 def test_a_store_that_does_not_say_when_it_was_made_starts_the_clock(
     ws_dir: Path, store_dir: Path, tb: CLI
 ) -> None:

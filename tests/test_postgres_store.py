@@ -82,16 +82,25 @@ def test_a_database_of_the_first_schema_is_migrated_and_keeps_its_history(
         conn.execute(b"ALTER TABLE takeback.ops DROP COLUMN seq")
         conn.execute(b"ALTER TABLE takeback.touches DROP COLUMN unconfirmed")
         conn.execute(b"ALTER TABLE takeback.changes DROP COLUMN unconfirmed")
+        # and what version 4 adds: the objects' numbers (their sequence goes with them)
+        conn.execute(b"ALTER TABLE takeback.objects DROP COLUMN seq")
         conn.execute(b"UPDATE takeback.version SET version = 1")
     with takeback.Workspace(ws_dir, store=pg_url, data_dir=data) as ws:
         assert [s.id for s in ws.log()] == [first.id]
+        write(ws_dir, "g.txt", "stored after the upgrade\n")
+        ws.snapshot("made at the newest version")
     with psycopg.connect(pg_url) as conn:
         got = conn.execute(b"SELECT version FROM takeback.version").fetchall()
         indexes = conn.execute(
             b"SELECT count(*) FROM pg_indexes WHERE schemaname = 'takeback' "
             b"AND indexname IN ('steps_before', 'turns_after', 'ops_pre', 'sessions_baseline')"
         ).fetchone()
+        # Objects stored before the upgrade have no number; those stored after, one each.
+        numbered = conn.execute(
+            b"SELECT count(*) FILTER (WHERE seq IS NULL), count(seq) FROM takeback.objects"
+        ).fetchone()
     assert got == [(PG_SCHEMA_VERSION,)] and indexes == (4,)
+    assert numbered is not None and numbered[0] > 0 and numbered[1] > 0
 
 
 def test_workspaces_in_one_database_keep_their_own_histories(pg_url: str, tmp_path: Path) -> None:

@@ -519,6 +519,54 @@ def test_the_object_index_rewriting_whole_and_deleting(opener: Opener) -> None:
     s.reclaim()
 
 
+def test_rows_stored_after_a_mark_are_listed_whatever_names_them(opener: Opener) -> None:
+    s, other = opener(), opener(machine=1)
+    v1 = bytes(range(256)) * 40
+    o1 = s.objects.put("blob", v1)
+    old = s.objects.put("blob", b"old and doomed")
+    s.objects.flush()
+    mark = other.objects.stored_mark()
+    assert other.objects.stored_after(mark) == []
+    # Stored by another handle after the mark: listed with its delta base, and pending
+    # objects of the handle asked are committed first.
+    o2 = s.objects.put("blob", v1[:5000] + b"changed" + v1[5000:], base=o1)
+    s.objects.flush()
+    o3 = other.objects.put("blob", b"pending here")
+    assert sorted(other.objects.stored_after(mark)) == sorted([(o2, o1), (o3, None)])
+    # Deleting the newest rows never lets a later row be numbered at or below a mark
+    # read after the deletion.
+    later = other.objects.stored_mark()
+    other.objects.delete([o3, o2, old])
+    after = other.objects.stored_mark()
+    assert after <= later
+    o4 = s.objects.put("blob", b"stored after the deletion")
+    s.objects.flush()
+    assert other.objects.stored_after(after) == [(o4, None)]
+
+
+def test_one_gc_at_a_time(opener: Opener) -> None:
+    """A second holder of the gc lock waits for the first; nothing else waits for it."""
+    import threading
+
+    a, b, c = opener(), opener(machine=1), opener(machine=2)
+    order: list[str] = []
+    with a.gc_lock():
+        waiter = threading.Thread(target=lambda: _hold_gc_lock(b, order))
+        waiter.start()
+        waiter.join(0.5)
+        assert waiter.is_alive() and order == []  # b waits
+        with c.lock(exclusive=True):  # the store's own lock is not the gc lock
+            pass
+        order.append("a done")
+    waiter.join(10)
+    assert order == ["a done", "b held"]
+
+
+def _hold_gc_lock(store: Store, order: list[str]) -> None:
+    with store.gc_lock():
+        order.append("b held")
+
+
 def test_the_whole_history_and_dropping_part_of_it(opener: Opener) -> None:
     s = opener()
     base = _with_session(s)

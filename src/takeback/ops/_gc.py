@@ -39,12 +39,16 @@ leaves a store that passes fsck and has lost nothing kept):
    SQLite incremental vacuum, a few pages per transaction; a database leaves it to
    autovacuum).
 
-A limit, left open: a scan that dies during gc leaves objects no row names, which gc
-does not see (they are newer than its index); one stored as a delta of a base that only
-a scan cache gc never saw named (saved and replaced between two of its reads, by scans
-that wrote no snapshot) could lose that base, and a later snapshot of the same bytes
-would name it without storing it again. Closing it needs the objects stored since the
-mark listed by the store (a sequence on the objects' rows).
+Objects named by nothing: a scan that dies during gc leaves the objects it stored, which
+no row names and which are newer than gc's index. One may be a delta of a base only a
+scan cache gc never saw named (saved and replaced between two of its reads, by scans
+that wrote no snapshot); a later snapshot of the same bytes names it without storing it
+again. So the store numbers its rows in the order they are stored
+(``Objects.stored_mark``), gc reads the number at its fence, and before each slice that
+deletes it keeps every row stored since, with the chain of bases each needs
+(``Sweep.keep_stored``), and reads the number again after the slice. One gc runs at a
+time (``Store.gc_lock``; a second waits): a folder store numbers a new row one past the
+greatest left, so only deletions gc itself has seen may lower it.
 
 ``GcResult.longest_lock_ms`` is the longest exclusive hold (what a snapshot waits at
 most), ``locked_ms`` all of them together. A dry run only plans, under the shared lock.
@@ -180,11 +184,27 @@ def gc(
             t0=t0,
             rewritten=len(p.rewrite),
         )
+    with store.gc_lock():
+        return _collect(store, policy, now, purge, purge_all, step, t0, size_before)
+
+
+def _collect(
+    store: Store,
+    policy: Policy,
+    now: float | None,
+    purge: Iterable[str] | None,
+    purge_all: bool,
+    step: Callable[[str], None],
+    t0: float,
+    size_before: int,
+) -> GcResult:
+    """Run gc holding the gc lock (see :func:`gc`)."""
     holds = Holds(store)
     # A fence: every snapshot that began before gc (and read a scan cache older than the
-    # one the mark reads) has ended by the time the mark begins.
+    # one the mark reads) has ended by the time the mark begins. Every row stored from
+    # here on is kept, with its delta bases, whatever names it (``Sweep.keep_stored``).
     with holds.exclusive():
-        pass
+        since = store.objects.stored_mark()
     with store.lock(exclusive=False):
         p = plan(store, policy, now=now, purge=purge, purge_all=purge_all)
         rewritten = 0
@@ -195,7 +215,7 @@ def gc(
             failed = store.objects.rewrite_whole(p.rewrite)
             rewritten = len(p.rewrite) - len(failed)
             _keep_bases(failed, p.index, p)
-    sweep = Sweep(store, p)
+    sweep = Sweep(store, p, since)
     step("history")
     # What was recorded during the mark is marked under the shared lock too, so that the
     # slice's own re-mark finds little (only what came between the two).

@@ -7,9 +7,10 @@ again first thing inside it, it marks every snapshot, kept state and op now in t
 and the scan cache when its token changed (``_mark.Marked``). An object reached again (a
 snapshot that found a doomed blob or tree stored and named it, storing nothing) leaves
 the doomed list with the chain of bases it needs; an object stored since the mark is
-never in it, and its bases (read row by row, ``Objects.bases``) leave it too. Then it
-deletes batches, deepest delta first, for about ``SLICE_SECONDS``. The order of the
-steps around it is ``_gc``'s.
+never in it, and its bases (read row by row, ``Objects.bases``) leave it too. Every row
+stored since gc's fence, named by anything or not, is kept with its bases too
+(``Objects.stored_after``). Then it deletes batches, deepest delta first, for about
+``SLICE_SECONDS``. The order of the steps around it is ``_gc``'s.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ class Sweep:
     needs; a new object is never in it, and its bases leave it.
     """
 
-    def __init__(self, store: Store, p: GcPlan) -> None:
+    def __init__(self, store: Store, p: GcPlan, since: int) -> None:
         self.store = store
+        #: where the order of stored rows stood at gc's fence, then after each slice
+        self.since = since
         self.index = p.index
         self.marked = p.marked or Marked()
         self.order = p.objects
@@ -110,6 +113,28 @@ class Sweep:
                 elif base not in seen:
                     unknown.append(base)
 
+    def keep_stored(self) -> None:
+        """Keep every row stored since :attr:`since` and the delta chain each needs.
+
+        Under the exclusive lock, before anything is deleted. A row no snapshot or cache
+        names (a scan that died after storing it) is kept too: it is newer than the
+        index, and a later snapshot of the same bytes would name it, stored already. The
+        rows of one range query: their bases need no lookup row by row.
+        """
+        rows = self.store.objects.stored_after(self.since)
+        new = {oid for oid, _base in rows}
+        unknown: list[str] = []
+        for oid, base in rows:
+            if oid in self.index:
+                self._keep_chain(oid)
+            elif base is not None and base not in new:
+                if base in self.index:
+                    self._keep_chain(base)
+                else:
+                    unknown.append(base)
+        if unknown:
+            self.keep(unknown)
+
     def _keep_chain(self, oid: str | None) -> None:
         # An object that stays has every base it needs (rewritten whole, or its chain
         # kept): the walk down stops at the first one that stays.
@@ -120,7 +145,19 @@ class Sweep:
             oid = row.base if row is not None else None
 
     def delete(self, until: float) -> bool:
-        """Delete doomed objects in order until the clock passes ``until``; True when done."""
+        """Delete doomed objects in order until the clock passes ``until``; True when done.
+
+        Under the exclusive lock: first what was stored since the last slice is kept
+        (:meth:`keep_stored`); after the deletions, :attr:`since` is read again (a
+        folder store numbers a new row one past the greatest left).
+        """
+        self.keep_stored()
+        try:
+            return self._delete(until)
+        finally:
+            self.since = self.store.objects.stored_mark()
+
+    def _delete(self, until: float) -> bool:
         order = self.order
         while self.pos < len(order):
             batch: list[str] = []

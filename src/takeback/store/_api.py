@@ -111,6 +111,22 @@ class Objects(Protocol):
         """
         ...
 
+    def stored_mark(self) -> int:
+        """Return where the order of stored rows stands: a row stored later comes after.
+
+        Read by gc under the exclusive lock (no write under way), and again after its
+        own deletions.
+        """
+        ...
+
+    def stored_after(self, mark: int) -> list[tuple[str, str | None]]:
+        """Return each row stored after ``mark`` (:meth:`stored_mark`): (id, delta base).
+
+        What a scan stored while gc ran, whether or not anything names it yet (a scan
+        that died after storing its objects leaves them named by nothing).
+        """
+        ...
+
     def rewrite_whole(self, oids: Iterable[str]) -> list[str]:
         """Store objects again whole (not as deltas); return the ids that could not be."""
         ...
@@ -280,6 +296,13 @@ class Store(Protocol):
         """Hold the workspace's lock: shared for snapshots, exclusive for restores and gc.
 
         Re-entrant within one open store; released when its holder dies.
+        """
+        ...
+
+    def gc_lock(self) -> AbstractContextManager[None]:
+        """Hold the workspace's gc lock, waiting for another gc's: one gc at a time.
+
+        Not re-entrant; released when its holder dies. It keeps nothing else out.
         """
         ...
 

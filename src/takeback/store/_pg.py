@@ -38,6 +38,7 @@ from ._pg_limits import did_not_answer, is_timeout, wait_for_lock
 from ._pg_meta import STORE_ID, PgMeta, PgObjects
 from ._pg_schema import (
     EVENTS_CHANNEL,
+    LOCK_GC,
     LOCK_SCHEMA,
     LOCK_WORKSPACE,
     MIGRATIONS,
@@ -293,6 +294,18 @@ class PgStore:
         finally:
             try:
                 self._pg.run(f"SELECT pg_advisory_unlock{kind}(%s, %s)", (LOCK_WORKSPACE, self.ws))
+            except StoreError:
+                pass  # the connection is gone, and the lock with it
+
+    @contextmanager
+    def gc_lock(self) -> Iterator[None]:
+        """Hold the workspace's gc advisory lock (this connection's session's), waiting."""
+        wait_for_lock(self._pg.run, "pg_advisory_lock", (LOCK_GC, self.ws), local=False)
+        try:
+            yield
+        finally:
+            try:
+                self._pg.run("SELECT pg_advisory_unlock(%s, %s)", (LOCK_GC, self.ws))
             except StoreError:
                 pass  # the connection is gone, and the lock with it
 

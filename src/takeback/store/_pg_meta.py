@@ -107,6 +107,26 @@ class PgObjects(PackedObjects):
         )
         return {r[0]: ObjectRow(r[1], r[2], int(r[3]), int(r[4])) for r in rows}
 
+    def stored_mark(self) -> int:
+        """Return the workspace's newest object number (0: none; see the seam).
+
+        Numbers come from a sequence, never given twice and never taken back: under
+        the exclusive lock, no write that took one is still under way.
+        """
+        self.flush()
+        row = self.pg.one(
+            "SELECT coalesce(max(seq), 0) FROM takeback.objects WHERE ws=%s", (self.pg.ws,)
+        )
+        return int(row[0]) if row else 0
+
+    def stored_after(self, mark: int) -> list[tuple[str, str | None]]:
+        """Return each object stored after ``mark`` (:meth:`stored_mark`): (id, delta base)."""
+        self.flush()
+        rows = self.pg.run(
+            "SELECT oid, base FROM takeback.objects WHERE ws=%s AND seq > %s", (self.pg.ws, mark)
+        )
+        return [(r[0], r[1]) for r in rows]
+
     def _rewrite_rows(self, batch: list[tuple[bytes, str]]) -> None:
         import psycopg
 

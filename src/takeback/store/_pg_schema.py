@@ -15,12 +15,13 @@ database whose version is newer than this takeback knows is refused.
 from __future__ import annotations
 
 #: the schema version this takeback writes (the length of ``MIGRATIONS``)
-PG_SCHEMA_VERSION = 3
+PG_SCHEMA_VERSION = 4
 
 #: advisory lock keys (the first int of the two-int form; the second is the workspace)
 LOCK_WORKSPACE = 0x7462_0001  # session-held: shared for snapshots, exclusive for restores
 LOCK_WRITE = 0x7462_0002  # transaction-held: one writer of a workspace's rows at a time
 LOCK_SCHEMA = 0x7462_0003  # transaction-held: one migration at a time
+LOCK_GC = 0x7462_0004  # session-held: one gc of a workspace at a time
 
 #: the LISTEN/NOTIFY channel events are announced on
 EVENTS_CHANNEL = "takeback_events"
@@ -204,6 +205,19 @@ UPDATE takeback.ops o SET seq = COALESCE(
     0);
 """
 
+# Version 4: objects are numbered in the order they are stored, so that gc finds what was
+# stored while it ran even when nothing names it yet (a scan that died after storing its
+# objects), and keeps its delta bases. Rows from before have none: they were all stored
+# before any gc that reads the numbers began. Adding a column without a value rewrites
+# nothing; the index serves gc's one range query.
+_V4 = """
+CREATE SEQUENCE takeback.objects_seq;
+ALTER TABLE takeback.objects ADD COLUMN seq BIGINT;
+ALTER TABLE takeback.objects ALTER COLUMN seq SET DEFAULT nextval('takeback.objects_seq');
+ALTER SEQUENCE takeback.objects_seq OWNED BY takeback.objects.seq;
+CREATE INDEX objects_stored ON takeback.objects(ws, seq);
+"""
+
 #: MIGRATIONS[i] brings a database from version i to i + 1 (0: no schema at all). A new
 #: version appends its statements here; an old one is never edited.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)

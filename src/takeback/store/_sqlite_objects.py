@@ -127,6 +127,23 @@ class ObjectStore(PackedObjects):
         ).fetchall()
         return {r[0]: ObjectRow(r[1], r[2], r[3], r[4]) for r in rows}
 
+    def stored_mark(self) -> int:
+        """Return the number of the newest row (0: none).
+
+        A row stored later gets a greater one: SQLite numbers a new row one past the
+        greatest. Only gc deletes rows, one gc at a time, and it reads this again after
+        its own deletions, which may have taken the greatest.
+        """
+        self.flush()
+        (mark,) = self.conn.execute("SELECT coalesce(max(rowid), 0) FROM objects").fetchone()
+        return int(mark)
+
+    def stored_after(self, mark: int) -> list[tuple[str, str | None]]:
+        """Return each row stored after ``mark`` (:meth:`stored_mark`): (id, delta base)."""
+        self.flush()
+        rows = self.conn.execute("SELECT oid, base FROM objects WHERE rowid > ?", (mark,))
+        return [(r[0], r[1]) for r in rows]
+
     def _rewrite_rows(self, batch: list[tuple[bytes, str]]) -> None:
         with Tx(self.conn) as c:
             c.executemany("UPDATE objects SET data=?, base=NULL, depth=0 WHERE oid=?", batch)

@@ -401,14 +401,17 @@ class FolderStore:
         Raises:
             StoreError: the store was opened read-only (everything under the lock writes).
         """
+        self._writable()
+        with self._lock.hold(exclusive, self._flock):
+            yield
+
+    def _writable(self) -> None:
         if self.readonly:
             raise StoreError(
                 f"cannot write to the store {self.path}: {self.readonly_reason} "
                 "(it can be read, not recorded to)",
                 path=self.path,
             )
-        with self._lock.hold(exclusive, self._flock):
-            yield
 
     @contextmanager
     def _flock(self, exclusive: bool) -> Iterator[None]:
@@ -416,6 +419,21 @@ class FolderStore:
         fd = os.open(os.path.join(self.path, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def gc_lock(self) -> Iterator[None]:
+        """Hold the ``gc.lock`` file's flock, waiting for another gc's (see the seam)."""
+        self._writable()
+        fd = os.open(
+            os.path.join(self.path, "gc.lock"),
+            os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+            0o600,
+        )
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)
