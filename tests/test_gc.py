@@ -406,6 +406,36 @@ def test_a_snapshot_between_the_mark_and_the_sweep_keeps_content_the_mark_found_
     assert tb("show", f"{taken[0]}:b.txt").stdout == old.decode()
 
 
+def test_a_second_gc_waits_for_the_first_and_says_so(
+    ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI
+) -> None:
+    rec = build_history(ws, ws_dir, turns=6)
+    ws.close()
+    first = subprocess.Popen(
+        [sys.executable, "-m", "takeback", "gc", "--keep-turns", "2", "--keep-days", "0"],
+        cwd=ws_dir,
+        env={**tb_env(tb), "TAKEBACK_GC_PAUSE": "0.5"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stderr is not None
+        assert "takeback: gc: " in first.stderr.readline()  # it holds the gc lock now
+        second = tb("gc", "--keep-turns", "2", "--keep-days", "0")
+    finally:
+        out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    assert out.startswith("Removed")
+    assert second.stderr == (
+        "takeback: another gc of this store is running: waiting for it to end\n"
+    )
+    assert second.stdout.startswith("Nothing to remove.")  # the first took it all
+    assert tb("fsck", "--read-data").returncode == 0
+    with takeback.Workspace(ws_dir, store=store_dir) as w:
+        rec.check(w)
+
+
 def test_an_object_a_dead_scan_stored_during_gc_keeps_its_base(
     ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI
 ) -> None:

@@ -81,7 +81,8 @@ class Upkeep:
             keep_days: this run's day limit, instead of the policy's.
             dry_run: only say what would go.
             now: the moment the day limit counts back from (default: now).
-            pause: called between gc's steps with the next one's name (tests).
+            pause: called between gc's steps with the next one's name (tests), and
+                with ``wait`` when another gc of the store runs (this one waits).
 
         Raises:
             UsageError: a bad ``keep_turns`` or ``keep_days``.

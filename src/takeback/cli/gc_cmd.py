@@ -56,12 +56,18 @@ def summary(r: GcResult, verb: str = "Removed") -> str:
 def run(ctx: Ctx) -> int:
     """Run gc and say what it freed."""
     ws = ctx.workspace()
-    pause = None
     raw = os.environ.get(PAUSE_ENV)
-    if raw:
-        wait = float(raw)
+    wait = float(raw) if raw else 0.0
 
-        def pause(step: str) -> None:
+    def pause(step: str) -> None:
+        if step == "wait":
+            # One gc at a time: a person who typed `takeback gc` sees why it is quiet.
+            print(
+                "takeback: another gc of this store is running: waiting for it to end",
+                file=sys.stderr,
+                flush=True,
+            )
+        if wait:
             print(f"takeback: gc: {step}", file=sys.stderr, flush=True)
             time.sleep(wait)
 

@@ -161,7 +161,8 @@ def gc(
         pause: called between the steps with the next one's name (``rewrite``,
             ``history``, ``objects``, ``reclaim``), never holding the exclusive lock
             (``rewrite``: the shared one): a crash test stops the process there, a
-            concurrency test takes a snapshot there.
+            concurrency test takes a snapshot there. Called with ``wait`` first when
+            another gc runs (this one waits for it to end).
 
     Raises:
         UsageError: a purge names the session of an interrupted restore.
@@ -184,7 +185,7 @@ def gc(
             t0=t0,
             rewritten=len(p.rewrite),
         )
-    with store.gc_lock():
+    with store.gc_lock(on_wait=lambda: step("wait")):
         return _collect(store, policy, now, purge, purge_all, step, t0, size_before)
 
 

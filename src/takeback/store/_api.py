@@ -299,10 +299,11 @@ class Store(Protocol):
         """
         ...
 
-    def gc_lock(self) -> AbstractContextManager[None]:
+    def gc_lock(self, on_wait: Callable[[], None] | None = None) -> AbstractContextManager[None]:
         """Hold the workspace's gc lock, waiting for another gc's: one gc at a time.
 
-        Not re-entrant; released when its holder dies. It keeps nothing else out.
+        ``on_wait`` is called once before waiting, when another holds it. Not
+        re-entrant; released when its holder dies. It keeps nothing else out.
         """
         ...
 

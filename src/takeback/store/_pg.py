@@ -25,7 +25,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -298,9 +298,13 @@ class PgStore:
                 pass  # the connection is gone, and the lock with it
 
     @contextmanager
-    def gc_lock(self) -> Iterator[None]:
+    def gc_lock(self, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
         """Hold the workspace's gc advisory lock (this connection's session's), waiting."""
-        wait_for_lock(self._pg.run, "pg_advisory_lock", (LOCK_GC, self.ws), local=False)
+        got = self._pg.one("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_GC, self.ws))
+        if not (got and got[0]):
+            if on_wait is not None:
+                on_wait()
+            wait_for_lock(self._pg.run, "pg_advisory_lock", (LOCK_GC, self.ws), local=False)
         try:
             yield
         finally:

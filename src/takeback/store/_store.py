@@ -21,7 +21,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -424,7 +424,7 @@ class FolderStore:
             os.close(fd)
 
     @contextmanager
-    def gc_lock(self) -> Iterator[None]:
+    def gc_lock(self, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
         """Hold the ``gc.lock`` file's flock, waiting for another gc's (see the seam)."""
         self._writable()
         fd = os.open(
@@ -433,7 +433,12 @@ class FolderStore:
             0o600,
         )
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait()
+                fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)
