@@ -5,7 +5,11 @@ unrevert and rewind at random (forced, so that no conflict stops them); a person
 snapshots in between. Then gc runs with a random policy at a random moment; between its
 mark and its sweep (or between two of its steps), the folder may be put back as it was
 at a random earlier snapshot and a snapshot taken, which names objects gc's mark found
-unreached without storing them again. Whatever the history, the policy and the moment:
+unreached without storing them again; or a scan there dies after storing an edit of a
+file put back so (its objects named by nothing, the edit a delta of a version gc may
+drop), the folder is put back as it is now, and after gc the edit is made again and
+snapshotted (the snapshot names the edit's blob, stored already). Whatever the history,
+the policy and the moment:
 the store passes ``fsck --read-data``; every snapshot left in it gives back exactly the
 files the folder held when it was taken; a rewind to one of them (and to the snapshot
 taken meanwhile) puts the folder back byte for byte; the undo of the newest turn still
@@ -24,6 +28,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import takeback
+from takeback.ops._snapshot import _scan
 
 from ._gc import Recorded
 from .conftest import files_state, write
@@ -124,6 +129,7 @@ def _put_back(root: Path, state: dict[str, tuple[str, bytes]]) -> None:
     keep_days=0.0,
     days_later=0.0,
     meanwhile=None,
+    dead=False,
 )
 @example(  # the first version put back between the mark and the sweep: reached again
     steps=[("turn", "one", [("a.txt", k % 6)], True) for k in range(6)],
@@ -131,6 +137,15 @@ def _put_back(root: Path, state: dict[str, tuple[str, bytes]]) -> None:
     keep_days=0.0,
     days_later=0.0,
     meanwhile=("history", 1),
+    dead=False,
+)
+@example(  # a scan that died meanwhile stored an edit as a delta of a doomed version
+    steps=[("turn", "one", [("a.txt", k % 6)], True) for k in range(6)],
+    keep_turns=1,
+    keep_days=0.0,
+    days_later=0.0,
+    meanwhile=("history", 2),
+    dead=True,
 )
 @given(
     steps=actions,
@@ -141,6 +156,7 @@ def _put_back(root: Path, state: dict[str, tuple[str, bytes]]) -> None:
         st.none(),
         st.tuples(st.sampled_from(["rewrite", "history", "objects"]), st.integers(0, 1000)),
     ),
+    dead=st.booleans(),
 )
 def test_gc_keeps_every_kept_ref_whole(
     steps: list[tuple[object, ...]],
@@ -148,6 +164,7 @@ def test_gc_keeps_every_kept_ref_whole(
     keep_days: float,
     days_later: float,
     meanwhile: tuple[str, int] | None,
+    dead: bool,
 ) -> None:
     with tempfile.TemporaryDirectory() as d:
         root, store = Path(d) / "ws", Path(d) / "store"
@@ -160,14 +177,30 @@ def test_gc_keeps_every_kept_ref_whole(
             _play(ws, root, steps)
             before = {s.id for s in ws.log()}
             taken: list[str] = []
+            edits: list[tuple[str, bytes]] = []
 
             def pause(name: str) -> None:
                 # gc holds no exclusive lock here: a snapshot runs as another's would.
-                if meanwhile is None or name != meanwhile[0] or taken:
+                if meanwhile is None or name != meanwhile[0] or taken or edits:
                     return
                 order = [sid for sid in rec.expected if sid in before]
-                _put_back(root, rec.expected[order[meanwhile[1] % len(order)]])
-                taken.append(ws.snapshot("meanwhile", session="one").id)
+                now = files_state(root)
+                back = rec.expected[order[meanwhile[1] % len(order)]]
+                _put_back(root, back)
+                if not dead:
+                    taken.append(ws.snapshot("meanwhile", session="one").id)
+                    return
+                ws.status()  # a scan that saves its cache and writes no snapshot
+                # An edit of a file put back: stored as a delta of the version put back.
+                path = next((p for p in PATHS if p in back and back[p][0] == "f"), PATHS[0])
+                was = back[path][1] if path in back else _body(0)
+                edits.append((path, was + b"\nedited, then its scan died\n"))
+                write(root, path, edits[0][1])
+                store = ws.open_store()
+                with store.lock(exclusive=False):
+                    _scan(store, ws.options)  # its objects are committed; it dies here
+                _put_back(root, now)
+                ws.status()  # the cache that names the edit is replaced before gc reads it
 
             result = ws.gc(
                 keep_turns=keep_turns,
@@ -183,6 +216,14 @@ def test_gc_keeps_every_kept_ref_whole(
             for sid in taken:
                 ws.rewind(sid)
                 assert files_state(root) == rec.expected[sid]
+            for path, edit in edits:
+                write(root, path, edit)
+                again_id = ws.snapshot("the dead scan's edit again", session="one").id
+                write(root, path, b"changed after\n")
+                ws.rewind(again_id)
+                assert (root / path).read_bytes() == edit
+                fsck = ws.fsck(read_data=True)
+                assert fsck.clean, fsck.problems
             for name in SESSIONS:
                 info = ws.open_store().meta.session(name)
                 if info is not None:
