@@ -9,7 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -338,6 +338,29 @@ def test_gc_and_snapshots_at_once_from_two_processes(
         rec.check(w)
 
 
+def _four_turns_of_versions(ws: takeback.Workspace, ws_dir: Path) -> Callable[[int], bytes]:
+    """Record four turns, each a command writing the next version of b.txt; return them.
+
+    The versions share all lines but one, so each is stored as a delta of the one
+    before (a command's changes are found by the snapshot after it, which stores the
+    new version as a delta of the one its scan saw before).
+    """
+    lines = [f"line {i} " + "x" * 60 for i in range(80)]
+
+    def version(k: int) -> bytes:
+        body = list(lines)
+        body[k * 5] = f"version {k}"
+        return "\n".join(body).encode()
+
+    write(ws_dir, "keep.txt", "kept\n")
+    session = ws.session("agent")
+    session.start()
+    for k in range(1, 5):
+        with session.turn(f"turn {k}") as turn, turn.command(f"edit {k}"):
+            (ws_dir / "b.txt").write_bytes(version(k))
+    return version
+
+
 def test_a_snapshot_between_the_mark_and_the_sweep_keeps_content_the_mark_found_unreached(
     ws: takeback.Workspace, ws_dir: Path, store_dir: Path, tb: CLI
 ) -> None:
@@ -351,21 +374,7 @@ def test_a_snapshot_between_the_mark_and_the_sweep_keeps_content_the_mark_found_
     from takeback.ops._keep import plan
     from takeback.ops._policy import Policy
 
-    lines = [f"line {i} " + "x" * 60 for i in range(80)]
-
-    def version(k: int) -> bytes:
-        body = list(lines)
-        body[k * 5] = f"version {k}"
-        return "\n".join(body).encode()
-
-    write(ws_dir, "keep.txt", "kept\n")
-    session = ws.session("agent")
-    session.start()
-    for k in range(1, 5):
-        # A command's changes are found by the snapshot after it, which stores the new
-        # version as a delta of the one its scan saw before.
-        with session.turn(f"turn {k}") as turn, turn.command(f"edit {k}"):
-            (ws_dir / "b.txt").write_bytes(version(k))
+    version = _four_turns_of_versions(ws, ws_dir)
     old = version(2)
     blob = hashlib.sha256(old).hexdigest()
     store = ws.open_store()
@@ -453,19 +462,7 @@ def test_an_object_a_dead_scan_stored_during_gc_keeps_its_base(
     from takeback.ops._policy import Policy
     from takeback.ops._snapshot import _scan
 
-    lines = [f"line {i} " + "x" * 60 for i in range(80)]
-
-    def version(k: int) -> bytes:
-        body = list(lines)
-        body[k * 5] = f"version {k}"
-        return "\n".join(body).encode()
-
-    write(ws_dir, "keep.txt", "kept\n")
-    session = ws.session("agent")
-    session.start()
-    for k in range(1, 5):
-        with session.turn(f"turn {k}") as turn, turn.command(f"edit {k}"):
-            (ws_dir / "b.txt").write_bytes(version(k))
+    version = _four_turns_of_versions(ws, ws_dir)
     old, edit = version(2), version(9)
     old_id, edit_id = hashlib.sha256(old).hexdigest(), hashlib.sha256(edit).hexdigest()
     assert old_id in plan(ws.open_store(), Policy(keep_turns=1, keep_days=0.0)).objects
