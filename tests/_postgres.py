@@ -4,8 +4,9 @@ The server runs as a user that is not root (PostgreSQL refuses root): when the t
 as root, its folder is given to ``nobody`` and its commands run through ``setpriv``. It
 listens on 127.0.0.1 on a free port, with its socket in its own folder, trusts local
 connections, and is stopped (``pg_ctl stop -m immediate``) when the session ends: no
-process is left. Where no PostgreSQL is installed the tests that need one skip, saying
-so; under CI (``CI`` set) they fail instead, since CI installs it.
+process is left, even when the test run is killed (a watchdog process stops it then).
+Where no PostgreSQL is installed the tests that need one skip, saying so; under CI
+(``CI`` set) they fail instead, since CI installs it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import pytest
 
@@ -133,17 +135,54 @@ def running_server(bindir: str, *, durable: bool = False) -> Iterator[PgServer]:
                 tail = ""
             err = start.stderr.decode(errors="replace")
             raise RuntimeError(f"pg_ctl start failed: {err}\n{tail}")
+        stop = [*prefix, f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"]
+        watchdog = _watchdog(stop, base, env)
         try:
             yield PgServer("127.0.0.1", port, bindir)
         finally:
-            subprocess.run(
-                [*prefix, f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"],
-                capture_output=True,
-                env=env,
-                cwd=base,
-            )
+            subprocess.run(stop, capture_output=True, env=env, cwd=base)
+            pipe, proc = watchdog
+            pipe.close()
+            proc.wait(timeout=60)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+#: The watchdog's program: wait for stdin's end (its test process is gone, however it
+#: ended), then stop the server and remove its folder.
+_WATCH = """
+import shutil, subprocess, sys
+sys.stdin.buffer.read()
+subprocess.run(sys.argv[2:], capture_output=True, cwd=sys.argv[1])
+shutil.rmtree(sys.argv[1], ignore_errors=True)
+"""
+
+
+def _watchdog(
+    stop: list[str], base: str, env: dict[str, str]
+) -> tuple[BinaryIO, subprocess.Popen[bytes]]:
+    """Start a process that stops the server when this one ends, killed or not.
+
+    A test run cut short (``timeout``'s SIGTERM, a SIGKILL) runs no fixture's teardown;
+    the server, a daemon of its own, would run on. The watchdog holds the read end of a
+    pipe whose write end only this process has: when this process dies the pipe ends,
+    and the watchdog stops the server. In a session of its own, so that a Ctrl-C sent to
+    the test's process group does not end it before it has. Returns the write end, and
+    the watchdog (closing the one ends the other).
+    """
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _WATCH, base, *stop],
+            stdin=r,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    finally:
+        os.close(r)
+    return os.fdopen(w, "wb"), proc
 
 
 @pytest.fixture(scope="session")
