@@ -401,11 +401,12 @@ class FolderStore:
         Raises:
             StoreError: the store was opened read-only (everything under the lock writes).
         """
-        self._writable()
+        self._refuse_readonly()
         with self._lock.hold(exclusive, self._flock):
             yield
 
-    def _writable(self) -> None:
+    def _refuse_readonly(self) -> None:
+        """Raise StoreError when the store was opened for reading only."""
         if self.readonly:
             raise StoreError(
                 f"cannot write to the store {self.path}: {self.readonly_reason} "
@@ -426,7 +427,7 @@ class FolderStore:
     @contextmanager
     def gc_lock(self, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
         """Hold the ``gc.lock`` file's flock, waiting for another gc's (see the seam)."""
-        self._writable()
+        self._refuse_readonly()
         fd = os.open(
             os.path.join(self.path, "gc.lock"),
             os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
