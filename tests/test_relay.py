@@ -124,6 +124,26 @@ def test_the_service_reads_ahead_the_trees_a_change_far_below_would_read(
     assert [f["path"] for f in changed["files"]] == ["sub/deep/f0.txt"]
 
 
+def test_the_service_reads_the_objects_id_index_ahead_once(
+    ws: Path, store_dir: Path, service: int
+) -> None:
+    """In its idle time the service reads the objects' id index once, every id the store
+    holds: a new object's lookup then finds the index's page in memory (with a million
+    objects, read from the disk otherwise)."""
+    conn = sqlite3.connect(store_dir / "objects.db")
+    try:
+        (stored,) = conn.execute("SELECT count(*) FROM objects").fetchone()
+    finally:
+        conn.close()
+    assert stored >= 10
+    deadline = time.monotonic() + 20
+    while _service.status(str(store_dir)).get("ids_read_ahead") != stored:
+        assert time.monotonic() < deadline, _service.status(str(store_dir))
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert _service.status(str(store_dir))["ids_read_ahead"] == stored  # once, not again
+
+
 def test_take_backs_the_service_runs_do_what_they_would_do_here(
     tb: CLI, ws: Path, store_dir: Path, service: int
 ) -> None:

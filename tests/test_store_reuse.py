@@ -156,3 +156,55 @@ def test_a_call_leaves_copying_the_log_into_the_database_to_idle_time(
         reader.close()
     assert held.checkpoint() >= 1500
     assert main.stat().st_size >= before + 6 * (1 << 20)
+
+
+def test_the_objects_kept_connection_keeps_the_upper_pages_of_a_million_objects(
+    ws_dir: Path, store_dir: Path, held: HeldDatabases
+) -> None:
+    """A lookup by id goes down the id index and the table from their upper pages, some
+    10 MB with a million objects: the kept objects connection has room for them from one
+    call to the next (SQLite's own cache, 2,000 KiB, kept none); the metadata's keeps
+    SQLite's own, and a connection this process does not keep is as SQLite makes it."""
+    store = _open(ws_dir, store_dir)
+    try:
+        (objects,) = store.objects.conn.execute("PRAGMA cache_size").fetchone()
+        (meta,) = store.meta.conn.execute("PRAGMA cache_size").fetchone()
+    finally:
+        store.close()
+    assert (objects, meta) == (-16384, -2000)
+    held.release()
+    store = _open(ws_dir, store_dir)
+    try:
+        assert store.objects.conn.execute("PRAGMA cache_size").fetchone() == (-2000,)
+    finally:
+        store.close()
+
+
+def _object_ids(store_dir: Path) -> int:
+    conn = sqlite3.connect(store_dir / "objects.db")
+    try:
+        return int(conn.execute("SELECT count(*) FROM objects").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_the_objects_id_index_is_read_ahead_once_a_part_at_a_time(
+    ws_dir: Path, store_dir: Path, held: HeldDatabases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service reads the objects' id index ahead in its idle time, so that a new
+    object's lookup finds its page in memory: every id once, in parts that each end
+    when the time given is spent (here none: one part per step), and then no more."""
+    for n in range(6):
+        _snapshot(ws_dir, store_dir, f"version {n}\n")
+    stored = _object_ids(store_dir)
+    assert stored >= 12  # each snapshot: a blob and a tree
+    monkeypatch.setattr("takeback.store._store._IDS_PER_READ", 5)
+    steps = 0
+    while held.ids_ahead:
+        held.read_ids_ahead(0.0)
+        steps += 1
+        assert steps <= stored
+    assert held.ids_read == stored
+    assert steps == -(-stored // 5) + (stored % 5 == 0)  # a last, empty part says it is done
+    held.read_ids_ahead(1.0)
+    assert held.ids_read == stored

@@ -44,7 +44,7 @@ from .. import _wire as wire
 from .._service_client import ServicePaths, answer_here, ask_service
 from .._where import foreign_folder, peer_uid, via_short_path
 from ..store import HeldDatabases, hold_databases
-from ._read_ahead import IDLE_SECONDS, ReadAhead
+from ._read_ahead import IDLE_SECONDS, STEP_SECONDS, ReadAhead
 from ._service_pid import exited, lock_held, start_time
 
 #: Runs one command line handed over by the relay: (argv, cwd, env, stdin) -> (exit
@@ -290,6 +290,8 @@ class _Service:
         self.claims = self.paths.claims
         #: the last trees of the folders that hold others, read in idle time
         self.ahead = ReadAhead()
+        #: the store's databases, kept open between calls (once serving)
+        self.held: HeldDatabases | None = None
         #: a call ran since the databases' logs were last copied into them (idle time)
         self.unsaved = False
         #: the installed takeback this service runs (a call from another is declined)
@@ -389,6 +391,7 @@ class _Service:
             "divergences": self.divergences,
             "last_audit": self.last_audit,
             "trees_read_ahead": self.ahead.read,
+            "ids_read_ahead": self.held.ids_read if self.held is not None else 0,
             "idle_s": round(time.monotonic() - self.last_call, 3),
             "quiet_exit_s": self.quiet,
             "rss_bytes": rss,
@@ -707,7 +710,7 @@ def serve(
             os.makedirs(svc.claims, mode=0o700, exist_ok=True)
             # Calls run in this process ask this service what changed, not its socket.
             answer_here(os.path.realpath(store_path), svc.mark)
-        held = hold_databases(store_path)
+        held = svc.held = hold_databases(store_path)
         listener = _bind(paths.socket)
         svc.last_query = svc.last_call = time.monotonic()
         lfd = listener.fileno()
@@ -719,7 +722,8 @@ def serve(
             try:
                 wait = min(left, 5.0, max(svc.audit_in(), 0.05))
                 busy = False
-                if svc.ahead.due(svc.runner is not None and svc.watcher.degraded is None):
+                trees = svc.ahead.due(svc.runner is not None and svc.watcher.degraded is None)
+                if trees or (held is not None and held.ids_ahead):
                     idle = time.monotonic() - svc.last_call
                     busy = idle >= IDLE_SECONDS
                     wait = 0.0 if busy else min(wait, IDLE_SECONDS - idle)
@@ -743,7 +747,10 @@ def serve(
                     svc.unsaved = False
                     held.checkpoint()
                 if busy:
-                    svc.ahead.step(svc.root, svc.store, svc.log)
+                    if trees:
+                        svc.ahead.step(svc.root, svc.store, svc.log)
+                    elif held is not None:
+                        held.read_ids_ahead(STEP_SECONDS)
                 elif svc.audit_in() <= 0:
                     svc.audit()
         return 0

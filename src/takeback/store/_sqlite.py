@@ -15,7 +15,7 @@ import struct
 import threading
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn, Self
+from typing import Any, NoReturn, Self, TypeVar
 
 from ..errors import StoreCorruptError, StoreError
 
@@ -23,6 +23,7 @@ _MAGIC = b"SQLite format 3\x00"
 _HEADER = 100
 #: primary result codes that mean the file is damaged or not a database at all
 _DAMAGED = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+_T = TypeVar("_T")
 
 
 #: The database files this process has a connection open on, by (device, inode), with
@@ -33,9 +34,10 @@ _OPEN: dict[tuple[int, int], int] = {}
 _OPEN_LOCK = threading.Lock()
 
 #: The files whose connections are kept open when closed, for the next opening of the
-#: same file in this process (see :func:`reuse_connections`), by (device, inode); and the
-#: connections kept, idle. Both under ``_OPEN_LOCK``.
-_REUSE: set[tuple[int, int]] = set()
+#: same file in this process (see :func:`reuse_connections`), by (device, inode), with
+#: their connections' page cache in KiB (0: SQLite's own); and the connections kept,
+#: idle. Both under ``_OPEN_LOCK``.
+_REUSE: dict[tuple[int, int], int] = {}
 _IDLE: dict[tuple[int, int], list[_Connection]] = {}
 #: idle connections kept per file at most
 _IDLE_MAX = 2
@@ -200,7 +202,7 @@ class _Connection(sqlite3.Connection):
         return self._cursor().executescript(sql_script)
 
 
-def reuse_connections(path: str) -> Callable[[], None]:
+def reuse_connections(path: str, *, cache_kib: int = 0) -> Callable[[], None]:
     """Keep the connections of this process to a database open when closed, for reuse.
 
     For a process that opens and closes a store call after call (the watching service):
@@ -215,6 +217,11 @@ def reuse_connections(path: str) -> Callable[[], None]:
     One connection is opened now and kept idle. Returns what ends it: the idle
     connections are closed, and later ones are closed as usual. Nothing is kept for a
     file that cannot be opened.
+
+    Args:
+        path: the database file.
+        cache_kib: the page cache of each kept connection, in KiB (0: SQLite's own,
+            2,000); pages are taken as they are read, up to this.
     """
     try:
         conn = connect(path, create=False)
@@ -231,13 +238,13 @@ def reuse_connections(path: str) -> Callable[[], None]:
         conn.close()
         return lambda: None
     with _OPEN_LOCK:
-        _REUSE.add(file_id)
+        _REUSE[file_id] = cache_kib
     _make_reusable(conn)
     conn.close()  # kept, idle
 
     def end() -> None:
         with _OPEN_LOCK:
-            _REUSE.discard(file_id)
+            _REUSE.pop(file_id, None)
             idle = _IDLE.pop(file_id, [])
         for c in idle:
             c.close()
@@ -253,6 +260,9 @@ def _make_reusable(conn: _Connection) -> None:
     sync) took 15-40 ms of one call in ten in the service, now done between calls.
     """
     conn.execute(f"PRAGMA wal_autocheckpoint={HELD_AUTOCHECKPOINT}").fetchall()
+    cache_kib = _REUSE.get(conn.file_id, 0) if conn.file_id is not None else 0
+    if cache_kib:
+        conn.execute(f"PRAGMA cache_size=-{int(cache_kib)}").fetchall()
     conn.reusable = True
     conn.cursors = weakref.WeakSet()
 
@@ -279,6 +289,24 @@ def checkpoint_idle(path: str) -> int:
     finally:
         conn.close()  # kept idle again
     return 0 if busy else max(int(copied), 0)
+
+
+def read_idle(path: str, read: Callable[[sqlite3.Connection], _T]) -> _T | None:
+    """Run ``read`` on an idle kept connection to ``path``'s file, between calls.
+
+    For a process that keeps its connections (see :func:`reuse_connections`). None: the
+    file is not kept, no kept connection is idle, or the read failed (best effort: what
+    it reads ahead only saves time later).
+    """
+    conn = _take_idle(path)
+    if conn is None:
+        return None
+    try:
+        return read(conn)
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()  # kept idle again
 
 
 def _take_idle(path: str) -> _Connection | None:
@@ -366,9 +394,9 @@ def connect(
     through :class:`Tx`. Opening an existing file runs no statement: WAL journaling is
     kept in the file (it is set once, when the file is made), and what writes need is
     set by :func:`prepare_writes` before the first one. A file SQLite cannot read fails
-    at the first query instead (the caller's schema check). The one setting made at
-    opening is a kept file's checkpoint threshold (:func:`_make_reusable`), which reads
-    nothing from the file.
+    at the first query instead (the caller's schema check). The settings made at opening
+    are a kept file's checkpoint threshold and page cache (:func:`_make_reusable`),
+    which read nothing from the file.
 
     Args:
         path: the database file.

@@ -27,6 +27,20 @@ CREATE TABLE IF NOT EXISTS objects(
 """
 
 
+def read_ids(conn: sqlite3.Connection, after: str, count: int) -> tuple[str | None, int]:
+    """Read up to ``count`` ids of the objects' id index after ``after``, in order.
+
+    Only the index is read (its pages, which the system then keeps in memory). Returns
+    the last id read and how many were read (None, 0: none comes after ``after``).
+    """
+    last, n = conn.execute(
+        "SELECT max(oid), count(*) FROM"
+        " (SELECT oid FROM objects WHERE oid > ? ORDER BY oid LIMIT ?)",
+        (after, count),
+    ).fetchone()
+    return (None if last is None else str(last)), int(n)
+
+
 class ObjectStore(PackedObjects):
     """The folder store's objects: rows of ``objects.db`` (SQLite, WAL)."""
 

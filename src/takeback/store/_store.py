@@ -23,6 +23,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from .._fs import atomic_write
@@ -36,8 +37,8 @@ from ..errors import (
 )
 from ._lock import Reentry
 from ._meta import SCHEMA_VERSION, MetaStore
-from ._sqlite import checkpoint_idle, connect, reclaim, reuse_connections
-from ._sqlite_objects import ObjectStore
+from ._sqlite import checkpoint_idle, connect, read_idle, reclaim, reuse_connections
+from ._sqlite_objects import ObjectStore, read_ids
 
 FORMAT_VERSION = 1
 _MARKER = "store.json"
@@ -104,12 +105,54 @@ def _writable(path: str) -> bool:
     return all(os.access(os.path.join(path, name), os.W_OK) for name in ("objects.db", "meta.db"))
 
 
+#: object ids read in one query when reading the id index ahead (some 20 of its pages)
+_IDS_PER_READ = 1024
+#: The page cache of the objects' kept connection, in KiB (SQLite's own is 2,000). A
+#: lookup of an object by its id goes down the id index, then the table, from their
+#: upper pages; with a million objects those are some 10 MB, which the default cache
+#: could not keep from one call to the next (each lookup read them again).
+OBJECTS_CACHE_KIB = 16384
+
+
 class HeldDatabases:
     """A folder store's databases, kept open between the calls of this process."""
 
     def __init__(self, path: str) -> None:
         self._files = [os.path.join(path, name) for name in ("meta.db", "objects.db")]
-        self._ends = [reuse_connections(f) for f in self._files]
+        self._ends = [
+            reuse_connections(self._files[0]),
+            reuse_connections(self._files[1], cache_kib=OBJECTS_CACHE_KIB),
+        ]
+        #: where reading the objects' id index ahead goes on from (None: it is done)
+        self._ids_after: str | None = ""
+        #: how many ids were read ahead
+        self.ids_read = 0
+
+    @property
+    def ids_ahead(self) -> bool:
+        """Whether the objects' id index is still to be read ahead (:meth:`read_ids_ahead`)."""
+        return self._ids_after is not None
+
+    def read_ids_ahead(self, budget: float) -> None:
+        """Read the objects' id index on, in order, for about ``budget`` seconds.
+
+        A snapshot asks for each new object by its id, a random place in the index:
+        with a million objects, a page the system no longer held in memory, read from
+        the disk (some 40 such reads, 13 ms of a snapshot of 10 changed files). Read
+        once, in this process's idle time, the index stays in the system's memory (not
+        this process's). Ids stored meanwhile are read too when they come later in the
+        order. A failure ends it: this only saves time later.
+        """
+        end = time.monotonic() + budget
+        objects = self._files[1]
+        while self._ids_after is not None:
+            got = read_idle(objects, partial(read_ids, after=self._ids_after, count=_IDS_PER_READ))
+            last, n = got if got is not None else (None, 0)
+            self.ids_read += n
+            # Fewer than asked: that was the end of the index.
+            self._ids_after = last if n == _IDS_PER_READ else None
+            if time.monotonic() >= end:
+                return
 
     def checkpoint(self) -> int:
         """Copy the databases' write-ahead logs into them, between two calls.
