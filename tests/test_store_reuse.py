@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from takeback import Workspace
+from takeback.errors import StoreCorruptError
 from takeback.store import FolderStore, HeldDatabases, hold_databases
 
 from .conftest import CLI
@@ -208,3 +209,26 @@ def test_the_objects_id_index_is_read_ahead_once_a_part_at_a_time(
     assert steps == -(-stored // 5) + (stored % 5 == 0)  # a last, empty part says it is done
     held.read_ids_ahead(1.0)
     assert held.ids_read == stored
+
+
+def test_a_damaged_id_index_ends_reading_ahead_and_nothing_else(
+    ws_dir: Path, store_dir: Path, held: HeldDatabases
+) -> None:
+    """Reading the id index ahead only saves time later: a page of it that SQLite finds
+    damaged ends it quietly, and the store says what is wrong when a command reads it."""
+    conn = sqlite3.connect(store_dir / "objects.db")
+    try:
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE type='index' AND tbl_name='objects'"
+        ).fetchone()
+        (page,) = conn.execute("PRAGMA page_size").fetchone()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    finally:
+        conn.close()
+    with open(store_dir / "objects.db", "r+b") as f:
+        f.seek((root - 1) * page)
+        f.write(b"\xff" * page)
+    held.read_ids_ahead(1.0)
+    assert not held.ids_ahead and held.ids_read == 0
+    with pytest.raises(StoreCorruptError):
+        _open(ws_dir, store_dir).objects.has("0" * 64)

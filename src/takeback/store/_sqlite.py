@@ -303,10 +303,10 @@ def read_idle(path: str, read: Callable[[sqlite3.Connection], _T]) -> _T | None:
         return None
     try:
         return read(conn)
-    except sqlite3.Error:
+    except (sqlite3.Error, StoreError):  # a damaged file: the calls that need it say so
         return None
     finally:
-        conn.close()  # kept idle again
+        conn.close()  # kept idle again (or closed, when the file failed)
 
 
 def _take_idle(path: str) -> _Connection | None:
