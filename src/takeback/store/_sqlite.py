@@ -279,31 +279,27 @@ def checkpoint_idle(path: str) -> int:
         kept, no kept connection is idle, or a reader in another process holds all of
         it). Best effort: a failure copies nothing, and a later checkpoint copies it.
     """
-    conn = _take_idle(path)
-    if conn is None:
+    got = run_idle(path, lambda conn: conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
+    if got is None:
         return 0
-    try:
-        busy, _log, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-    except sqlite3.Error:
-        return 0
-    finally:
-        conn.close()  # kept idle again
+    busy, _log, copied = got
     return 0 if busy else max(int(copied), 0)
 
 
-def read_idle(path: str, read: Callable[[sqlite3.Connection], _T]) -> _T | None:
-    """Run ``read`` on an idle kept connection to ``path``'s file, between calls.
+def run_idle(path: str, work: Callable[[sqlite3.Connection], _T]) -> _T | None:
+    """Run ``work`` on an idle kept connection to ``path``'s file, between calls.
 
     For a process that keeps its connections (see :func:`reuse_connections`). None: the
-    file is not kept, no kept connection is idle, or the read failed (best effort: what
-    it reads ahead only saves time later).
+    file is not kept, no kept connection is idle, or the work failed (best effort: what
+    is done between calls only saves time later; a damaged file is for the calls that
+    need it to report).
     """
     conn = _take_idle(path)
     if conn is None:
         return None
     try:
-        return read(conn)
-    except (sqlite3.Error, StoreError):  # a damaged file: the calls that need it say so
+        return work(conn)
+    except (sqlite3.Error, StoreError):
         return None
     finally:
         conn.close()  # kept idle again (or closed, when the file failed)

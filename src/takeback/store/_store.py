@@ -37,7 +37,7 @@ from ..errors import (
 )
 from ._lock import Reentry
 from ._meta import SCHEMA_VERSION, MetaStore
-from ._sqlite import checkpoint_idle, connect, read_idle, reclaim, reuse_connections
+from ._sqlite import checkpoint_idle, connect, reclaim, reuse_connections, run_idle
 from ._sqlite_objects import ObjectStore, read_ids
 
 FORMAT_VERSION = 1
@@ -146,7 +146,7 @@ class HeldDatabases:
         end = time.monotonic() + budget
         objects = self._files[1]
         while self._ids_after is not None:
-            got = read_idle(objects, partial(read_ids, after=self._ids_after, count=_IDS_PER_READ))
+            got = run_idle(objects, partial(read_ids, after=self._ids_after, count=_IDS_PER_READ))
             last, n = got if got is not None else (None, 0)
             self.ids_read += n
             # Fewer than asked: that was the end of the index.
